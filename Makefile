@@ -1,0 +1,61 @@
+# Two commands matter on a fresh machine: `make demo` and `make test`.
+# Everything is installed into .venv from the pins in constraints.txt.
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-stamp
+PLUGINS := $(wildcard plugins/*/pyproject.toml)
+PYTEST_ARGS ?=
+
+.PHONY: all venv system-deps demo test lint typecheck unit proto bench faults clean
+
+all: test
+
+# System packages: python3 (>= 3.11) with venv and pip, make, git. kubectl is optional.
+# Installed with apt-get when missing and we can (Debian/Ubuntu, as root).
+system-deps:
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' || \
+	  { echo "error: python3 >= 3.11 is required (found $$($(PYTHON) --version 2>&1))"; exit 1; }
+	@$(PYTHON) -m venv --help >/dev/null 2>&1 && $(PYTHON) -m ensurepip --version >/dev/null 2>&1 || { \
+	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq && apt-get install -y -qq python3-venv python3-pip; \
+	  else echo "error: install python3-venv and python3-pip (see README)"; exit 1; fi; }
+
+$(STAMP): pyproject.toml constraints.txt $(PLUGINS) | system-deps
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check -c constraints.txt -e '.[dev]'
+	@for p in $(dir $(PLUGINS)); do \
+	  $(PY) -m pip install -q --disable-pip-version-check -c constraints.txt -e $$p || exit 1; done
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+demo: venv
+	$(PY) -m computedomain.cli.main demo $(DEMO_ARGS)
+
+lint: venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
+
+typecheck: venv
+	$(VENV)/bin/mypy computedomain
+
+test: lint typecheck
+	$(VENV)/bin/pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
+
+unit: venv
+	$(VENV)/bin/pytest tests/unit $(PYTEST_ARGS)
+
+proto: venv
+	$(PY) -m computedomain.proto.generate
+
+bench: venv
+	@for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+faults: venv
+	$(VENV)/bin/pytest tests/faults --faults-long $(PYTEST_ARGS)
+
+clean:
+	rm -rf $(VENV) .sim .pytest_cache .mypy_cache .ruff_cache

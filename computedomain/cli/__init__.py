@@ -1,0 +1,1 @@
+"""The `computedomain` command: demo, sim, doctor."""

@@ -1,0 +1,1 @@
+"""cd-imex-daemon: clique registration, IMEX config and hosts file, nvidia-imex supervision."""

@@ -1,0 +1,1 @@
+"""The embedded simulated cluster: API server, scheduler, controllers, kubelets, IMEX stand-ins."""
