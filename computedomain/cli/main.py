@@ -1,4 +1,7 @@
-"""Entry point of the ``computedomain`` command; sub-commands are wired here and live in siblings."""
+"""Entry point of the ``computedomain`` command.
+
+Sub-commands are wired here; each lives in a sibling module.
+"""
 
 from __future__ import annotations
 
