@@ -9,13 +9,17 @@ import argparse
 import sys
 
 import computedomain
+from computedomain.cli import sim_imex
 
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the top-level parser; each sub-command module adds its own sub-parser."""
     parser = argparse.ArgumentParser(prog="computedomain", description=__doc__)
     parser.add_argument("--version", action="version", version=computedomain.__version__)
-    parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sim = commands.add_parser("sim", help="the embedded simulated cluster")
+    sim_commands = sim.add_subparsers(dest="sim_command", metavar="SIM_COMMAND", required=True)
+    sim_imex.register(sim_commands)
     return parser
 
 
@@ -26,7 +30,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
-    return 0
+    handler = getattr(args, "handler", None)
+    return int(handler(args)) if handler is not None else 0
 
 
 if __name__ == "__main__":

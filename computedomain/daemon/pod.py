@@ -1,0 +1,68 @@
+"""The daemon's own pod: its readiness, its clique label, and how events refer to it.
+
+Readiness comes from the pod's Ready condition, which the kubelet sets from the ``check``
+probes (daemon.md §7): the daemon never asks ``nvidia-imex`` itself. :func:`pod_ready` and
+:func:`desired_status` are pure and used by :mod:`computedomain.daemon.reconcile`;
+:func:`label_with_clique` is the startup patch (daemon.md §2 step 5) that the controller
+classifies daemon pods by.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from computedomain.api import names
+from computedomain.api.models import Status
+from computedomain.daemon.shapes import Identity
+from computedomain.kube import resources
+from computedomain.kube.rest import Api, PatchType
+
+
+def pod_ready(pod: Mapping[str, Any]) -> bool:
+    """Phase Running and condition Ready=True (a missing condition is not ready). Pure."""
+    status = pod.get("status") or {}
+    if status.get("phase") != "Running":
+        return False
+    return any(
+        c.get("type") == "Ready" and c.get("status") == "True"
+        for c in status.get("conditions") or []
+        if isinstance(c, Mapping)
+    )
+
+
+def desired_status(pod: Mapping[str, Any] | None, *, blocked: bool) -> Status | None:
+    """The status the own entry should carry; None while the pod has not been seen. Pure.
+
+    ``blocked``: a host conflict keeps nvidia-imex from running, so the entry stays NotReady
+    whatever the pod says.
+    """
+    if pod is None:
+        return None
+    return Status.READY if pod_ready(pod) and not blocked else Status.NOT_READY
+
+
+def reference(identity: Identity) -> dict[str, Any]:
+    """The own pod as an object reference for events. Pure."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": identity.pod_name,
+            "namespace": identity.pod_namespace,
+            "uid": identity.pod_uid,
+        },
+    }
+
+
+async def label_with_clique(api: Api, identity: Identity) -> None:
+    """Merge-patch the clique label (possibly "") onto the own pod. Idempotent; raises
+    ApiError."""
+    patch = {"metadata": {"labels": {names.CLIQUE_LABEL: identity.clique_id}}}
+    await api.patch(
+        resources.PODS,
+        identity.pod_name,
+        patch,
+        namespace=identity.pod_namespace,
+        patch_type=PatchType.MERGE,
+    )

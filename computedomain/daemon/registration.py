@@ -1,0 +1,194 @@
+"""Applying one own-entry change to the API: compare-and-swap on a fresh read, re-planned on
+conflict.
+
+:class:`Registrar` is the thin, effectful half of the membership rules
+(:mod:`computedomain.daemon.membership` is the pure half). Called by
+:mod:`computedomain.daemon.reconcile` (join, IP update, readiness) and at shutdown
+(deregistration); calls the API through a :class:`~computedomain.daemon.shapes.Shape`.
+
+Every write carries the resourceVersion of the object it was planned from, so a write can never
+replace a list it did not see (upstream #1050, #1418). On 409 we wait, then re-plan only the own
+change on a newer object: the one the watch has delivered meanwhile if it is newer than the one
+we tried, otherwise a fresh GET. Nothing is retried from a stale list.
+
+Keeping writes and conflicts low when a whole clique joins at once (spec README §2.1): the wait
+after a conflict is drawn uniformly from a window of ``2 * contenders * slot`` (doubling again
+on repeated conflicts, capped at 6 s like upstream's backoff), where ``contenders`` is the
+number of still-free indices (an upper bound on the daemons that may still be racing for this
+object) and ``slot`` a running estimate of how long one read-plan-write takes. Spreading the
+retries over about twice as many slots as racers makes most of them land alone, so a joining
+daemon needs about two writes on average instead of the O(N) of a fixed short backoff. A write
+is only made when the plan changes something (no writes on resync, invariant S7).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import attrs
+
+from computedomain.api.errors import TemporaryError
+from computedomain.daemon import membership
+from computedomain.daemon.shapes import Shape
+from computedomain.kube import errors
+from computedomain.kube.rest import Api
+from computedomain.policies.hookspecs import IndexPolicy
+
+log = logging.getLogger(__name__)
+
+MAX_DELAY = 6.0  # upstream's cap on the daemon's retry backoff (daemon.md §14)
+INITIAL_SLOT = 0.005
+
+
+class ObjectMissing(TemporaryError):
+    """The object holding the list does not exist (status mode: the ComputeDomain)."""
+
+
+class Rejected(TemporaryError):
+    """The object is another domain's (label or UID mismatch); wait for ours."""
+
+
+@attrs.define
+class WriteStats:
+    """API traffic of one daemon's registration, for the benchmark and metrics."""
+
+    writes: int = 0  # every create/update sent, successful or not
+    conflicts: int = 0  # 409s (resourceVersion conflicts and AlreadyExists)
+    reads: int = 0  # GETs
+
+
+def resource_version(obj: Mapping[str, Any] | None) -> int | None:
+    """The integer resourceVersion of ``obj`` (None when absent or not an integer). Pure."""
+    if obj is None:
+        return None
+    text = (obj.get("metadata") or {}).get("resourceVersion")
+    try:
+        return int(text) if text is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def conflict_delay(attempt: int, contenders: int, slot: float, rng: random.Random) -> float:
+    """Seconds to wait after the ``attempt``-th conflict in a row. Pure given ``rng``."""
+    window = slot * max(2 * max(contenders, 1), 2 ** min(attempt, 16))
+    return rng.uniform(0.0, min(window, MAX_DELAY))
+
+
+@attrs.frozen
+class Outcome:
+    """The object after the operation (None if it does not exist) and what was written."""
+
+    obj: dict[str, Any] | None
+    planned: membership.Planned | None
+
+
+class Registrar:
+    """Applies own-entry operations through one shape. One operation at a time."""
+
+    def __init__(
+        self,
+        api: Api,
+        shape: Shape,
+        policy: IndexPolicy,
+        *,
+        cached: Callable[[], dict[str, Any] | None] = lambda: None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.api = api
+        self.shape = shape
+        self.policy = policy
+        self._cached = cached
+        self._rng = rng or random.Random()
+        self._slot = INITIAL_SLOT
+        self.stats = WriteStats()
+
+    async def read(self) -> dict[str, Any] | None:
+        """A fresh GET of the object (None when it does not exist). Raises ApiError."""
+        self.stats.reads += 1
+        try:
+            return await self.api.get(self.shape.resource, self.shape.name, self.shape.namespace)
+        except errors.NotFound:
+            return None
+
+    async def apply(self, op: membership.Op, *, fresh: bool = False) -> Outcome:
+        """Make ``op`` true in the API; return the resulting object. Idempotent.
+
+        Starts from the newest object known (the ``cached`` one unless ``fresh``), retries
+        conflicts until done. Raises the planning errors of :func:`membership.plan`,
+        ObjectMissing, Rejected, and ApiError other than a conflict.
+        """
+        obj = None if fresh else self._cached()
+        if obj is None:
+            obj = await self.read()
+        attempt = 0
+        while True:
+            tried = resource_version(obj)
+            try:
+                return await self._attempt(obj, op)
+            except errors.Conflict:
+                self.stats.conflicts += 1
+                attempt += 1
+            entries = self.shape.entries(obj) if obj is not None else ()
+            free = self.shape.scope.limit - sum(1 for e in entries if self.shape.scope.counts(e))
+            await asyncio.sleep(conflict_delay(attempt, free, self._slot * 2, self._rng))
+            newer = self._cached()
+            seen = resource_version(newer)
+            if newer is not None and seen is not None and tried is not None and seen > tried:
+                obj = newer
+            else:
+                obj = await self.read()
+
+    async def _attempt(self, obj: dict[str, Any] | None, op: membership.Op) -> Outcome:
+        if obj is None:
+            return await self._create(op)
+        reason = self.shape.rejects(obj)
+        if reason is not None:
+            msg = f"{self.shape.resource.kind} {self.shape.namespace}/{self.shape.name}: {reason}"
+            raise Rejected(msg)
+        planned = membership.plan(
+            self.shape.entries(obj), op, policy=self.policy, scope=self.shape.scope
+        )
+        if planned is None:
+            return Outcome(obj, None)
+        written = await self._timed_write(self.shape.write(self.api, self.shape.body(obj, planned)))
+        log.info(
+            "Successfully %s own entry in %s %s/%s (entry: %s)",
+            planned.change,
+            self.shape.resource.kind,
+            self.shape.namespace,
+            self.shape.name,
+            planned.entry,
+        )
+        return Outcome(written, planned)
+
+    async def _create(self, op: membership.Op) -> Outcome:
+        # Nothing to remove from (None), no status to set (NotListed), or an insert.
+        planned = membership.plan((), op, policy=self.policy, scope=self.shape.scope)
+        if planned is None:
+            return Outcome(None, None)
+        if not self.shape.can_create:
+            msg = f"{self.shape.resource.kind} {self.shape.namespace}/{self.shape.name} not found"
+            raise ObjectMissing(msg)
+        body = self.shape.new_object(planned)
+        written = await self._timed_write(
+            self.api.create(self.shape.resource, body, self.shape.namespace)
+        )
+        log.info(
+            "Created %s %s/%s", self.shape.resource.kind, self.shape.namespace, self.shape.name
+        )
+        return Outcome(written, planned)
+
+    async def _timed_write(self, write: Awaitable[dict[str, Any]]) -> dict[str, Any]:
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        self.stats.writes += 1
+        try:
+            result = await write
+        finally:
+            # A running estimate of one write's duration: the slot of the conflict backoff.
+            self._slot = 0.8 * self._slot + 0.2 * (loop.time() - start)
+        return result

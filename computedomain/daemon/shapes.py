@@ -1,0 +1,264 @@
+"""Where the membership list lives: the strategy objects of clique mode and status mode.
+
+Upstream has two near-twin managers (one for ``ComputeDomainClique.daemons``, one for
+``ComputeDomain.status.nodes``). We have one membership module
+(:mod:`computedomain.daemon.membership`) and one apply loop
+(:mod:`computedomain.daemon.registration`); what differs between the modes is only *where* the
+list is and how it is written, which is all a :class:`Shape` says. ``main`` picks one shape
+once, from the feature gates (:mod:`computedomain.daemon.modes`).
+
+Reading is lenient (a malformed peer entry is read as best it can be and never dropped) and
+writing touches only the own entry in the raw list, so fields we do not model, and entries we
+cannot parse, survive our writes untouched.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+import attrs
+
+from computedomain.api import convert, names
+from computedomain.api.models import DaemonInfo, Status
+from computedomain.daemon.membership import Change, Planned, Scope, find
+from computedomain.kube import resources
+from computedomain.kube.rest import Api
+
+
+@attrs.frozen
+class Identity:
+    """Who this daemon is: the facts the DaemonSet and CDI give it (daemon.md §0, §1)."""
+
+    node_name: str
+    pod_ip: str
+    pod_uid: str
+    pod_name: str
+    pod_namespace: str
+    clique_id: str
+    cd_uid: str
+    cd_name: str = ""
+    cd_namespace: str = "default"
+
+    def owner_reference(self) -> dict[str, Any]:
+        return {"apiVersion": "v1", "kind": "Pod", "name": self.pod_name, "uid": self.pod_uid}
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def lenient_entry(raw: Mapping[str, Any], key: str) -> DaemonInfo:
+    """A list item as a DaemonInfo, whatever its shape. Pure; never raises.
+
+    A missing or non-integer index reads as -1 (outside every index space), an unknown status
+    as None (absent).
+    """
+    index = raw.get("index")
+    status = raw.get("status")
+    pod_uid = raw.get("podUID")
+    return DaemonInfo(
+        node_name=_text(raw.get(key)),
+        ip_address=_text(raw.get("ipAddress")),
+        clique_id=_text(raw.get("cliqueID")),
+        index=index if isinstance(index, int) and not isinstance(index, bool) else -1,
+        status=Status(status) if status in tuple(Status) else None,
+        pod_uid=pod_uid if isinstance(pod_uid, str) and pod_uid else None,
+    )
+
+
+def _wire_entry(entry: DaemonInfo, key: str) -> dict[str, Any]:
+    wire = convert.to_wire(entry)
+    if key != "nodeName":
+        wire[key] = wire.pop("nodeName")
+    return wire
+
+
+def _with_change(items: list[Any], planned: Planned, node_name: str, key: str) -> list[Any]:
+    """The raw list after ``planned``: only the own item changes. Pure."""
+    result = [copy.deepcopy(item) for item in items]
+    pos = next(
+        (i for i, it in enumerate(result) if isinstance(it, dict) and it.get(key) == node_name),
+        None,
+    )
+    if planned.change is Change.REMOVED:
+        if pos is not None:
+            del result[pos]
+        return result
+    assert planned.entry is not None
+    wire = _wire_entry(planned.entry, key)
+    if pos is None:
+        result.append(wire)
+    else:
+        # Keep fields we do not model; drop the ones our entry no longer has (e.g. status).
+        modelled = {"index", "ipAddress", "cliqueID", "status", "podUID", key}
+        kept = {k: v for k, v in result[pos].items() if k not in modelled}
+        result[pos] = kept | wire
+    return result
+
+
+class Shape(Protocol):
+    """Where one daemon's membership list lives and how it is written."""
+
+    resource: resources.Resource
+    namespace: str
+    name: str
+    scope: Scope
+    can_create: bool
+    short_kind: str  # how upstream's log lines name the object
+
+    def entries(self, obj: Mapping[str, Any]) -> tuple[DaemonInfo, ...]:
+        """The list, leniently parsed, in list order. Pure."""
+        ...
+
+    def rejects(self, obj: Mapping[str, Any]) -> str | None:
+        """Why ``obj`` is not ours to write (another domain's object), or None. Pure."""
+        ...
+
+    def body(self, obj: Mapping[str, Any], planned: Planned) -> dict[str, Any]:
+        """The object to write back: ``obj`` with ``planned`` applied to the own entry. Pure."""
+        ...
+
+    def new_object(self, planned: Planned) -> dict[str, Any]:
+        """A new object holding ``planned`` (only when ``can_create``). Pure."""
+        ...
+
+    async def write(self, api: Api, body: dict[str, Any]) -> dict[str, Any]:
+        """Compare-and-swap ``body`` (it carries the resourceVersion read). Raises ApiError."""
+        ...
+
+    def num_nodes(self, obj: Mapping[str, Any]) -> int | None:
+        """``spec.numNodes`` when the object has it (IP mode waits for it). Pure."""
+        ...
+
+
+@attrs.frozen
+class CliqueShape:
+    """Clique mode: ``daemons`` of the ComputeDomainClique ``<cdUID>.<cliqueID>``."""
+
+    identity: Identity
+    limit: int
+    resource: resources.Resource = resources.COMPUTE_DOMAIN_CLIQUES
+    can_create: bool = True
+    short_kind: str = "CDClique"
+
+    @property
+    def namespace(self) -> str:
+        return self.identity.pod_namespace
+
+    @property
+    def name(self) -> str:
+        return names.clique_object_name(self.identity.cd_uid, self.identity.clique_id)
+
+    @property
+    def scope(self) -> Scope:
+        return Scope(limit=self.limit)  # one clique per object: every entry counts
+
+    def entries(self, obj: Mapping[str, Any]) -> tuple[DaemonInfo, ...]:
+        items = obj.get("daemons") or []
+        return tuple(lenient_entry(i, "nodeName") for i in items if isinstance(i, dict))
+
+    def rejects(self, obj: Mapping[str, Any]) -> str | None:
+        labels = (obj.get("metadata") or {}).get("labels") or {}
+        owner = labels.get(names.COMPUTE_DOMAIN_LABEL)
+        if owner != self.identity.cd_uid:
+            return f"label {names.COMPUTE_DOMAIN_LABEL}={owner!r} is not {self.identity.cd_uid}"
+        return None
+
+    def _with_owner(self, metadata: dict[str, Any]) -> None:
+        if not self.identity.pod_uid:
+            return
+        refs = metadata.setdefault("ownerReferences", [])
+        if not any(r.get("uid") == self.identity.pod_uid for r in refs):
+            refs.append(self.identity.owner_reference())
+
+    def body(self, obj: Mapping[str, Any], planned: Planned) -> dict[str, Any]:
+        result = copy.deepcopy(dict(obj))
+        items = [i for i in result.get("daemons") or [] if isinstance(i, dict)]
+        result["daemons"] = _with_change(items, planned, self.identity.node_name, "nodeName")
+        self._with_owner(result.setdefault("metadata", {}))
+        return result
+
+    def new_object(self, planned: Planned) -> dict[str, Any]:
+        metadata: dict[str, Any] = {
+            "name": self.name,
+            "namespace": self.namespace,
+            "labels": {
+                names.COMPUTE_DOMAIN_LABEL: self.identity.cd_uid,
+                names.CLIQUE_LABEL: self.identity.clique_id,
+            },
+        }
+        self._with_owner(metadata)
+        return {
+            "apiVersion": names.GROUP_VERSION,
+            "kind": names.CLIQUE_KIND,
+            "metadata": metadata,
+            "daemons": _with_change([], planned, self.identity.node_name, "nodeName"),
+        }
+
+    async def write(self, api: Api, body: dict[str, Any]) -> dict[str, Any]:
+        return await api.update(self.resource, body)
+
+    def num_nodes(self, obj: Mapping[str, Any]) -> int | None:
+        return None
+
+
+@attrs.frozen
+class StatusShape:
+    """Status mode: ``status.nodes`` of the ComputeDomain, written through ``/status``."""
+
+    identity: Identity
+    limit: int
+    resource: resources.Resource = resources.COMPUTE_DOMAINS
+    can_create: bool = False
+    short_kind: str = "ComputeDomain"
+
+    @property
+    def namespace(self) -> str:
+        return self.identity.cd_namespace
+
+    @property
+    def name(self) -> str:
+        return self.identity.cd_name
+
+    @property
+    def scope(self) -> Scope:
+        return Scope(limit=self.limit, clique_id=self.identity.clique_id)
+
+    def entries(self, obj: Mapping[str, Any]) -> tuple[DaemonInfo, ...]:
+        items = (obj.get("status") or {}).get("nodes") or []
+        return tuple(lenient_entry(i, "name") for i in items if isinstance(i, dict))
+
+    def rejects(self, obj: Mapping[str, Any]) -> str | None:
+        uid = (obj.get("metadata") or {}).get("uid")
+        if uid != self.identity.cd_uid:
+            return f"ComputeDomain UID {uid!r} is not {self.identity.cd_uid} (recreated?)"
+        return None
+
+    def body(self, obj: Mapping[str, Any], planned: Planned) -> dict[str, Any]:
+        result = copy.deepcopy(dict(obj))
+        status = result.setdefault("status", {}) or {}
+        result["status"] = status
+        items = [i for i in status.get("nodes") or [] if isinstance(i, dict)]
+        status["nodes"] = _with_change(items, planned, self.identity.node_name, "name")
+        status.setdefault("status", Status.NOT_READY.value)
+        return result
+
+    def new_object(self, planned: Planned) -> dict[str, Any]:
+        msg = "the daemon never creates a ComputeDomain"
+        raise NotImplementedError(msg)
+
+    async def write(self, api: Api, body: dict[str, Any]) -> dict[str, Any]:
+        return await api.update_status(self.resource, body)
+
+    def num_nodes(self, obj: Mapping[str, Any]) -> int | None:
+        value = (obj.get("spec") or {}).get("numNodes")
+        return value if isinstance(value, int) else 0
+
+
+def own_entry(shape: Shape, obj: Mapping[str, Any], node_name: str) -> DaemonInfo | None:
+    """The own entry in ``obj``, if any. Pure."""
+    entries = shape.entries(obj)
+    pos = find(entries, node_name)
+    return entries[pos] if pos is not None else None
