@@ -77,6 +77,13 @@ class KeeperStats:
     history: list[Event] = attrs.field(factory=list)
 
 
+def restart_backoff(current: float, ran: float, timing: KeeperTiming) -> tuple[float, float]:
+    """(wait before this restart, delay for the next one) after a run of ``ran`` seconds.
+    Pure: a stable run resets the delay to the initial one; otherwise it doubles to the cap."""
+    wait = timing.restart_initial if ran >= timing.stable_after else current
+    return wait, min(wait * 2, timing.restart_max)
+
+
 class ImexKeeper:
     """Supervises one ``nvidia-imex`` child. Not thread-safe; use from the event loop."""
 
@@ -115,6 +122,11 @@ class ImexKeeper:
     def blocked_by(self) -> hostconflict.Finding | None:
         """The host conflict that stops nvidia-imex from running, if one was seen."""
         return self._blocked
+
+    @property
+    def loaded(self) -> ImexInputs:
+        """What the running child has seen (at its start or its last SIGUSR1)."""
+        return self._loaded
 
     @property
     def pid(self) -> int | None:
@@ -221,11 +233,9 @@ class ImexKeeper:
         self._schedule_restart(ran)
 
     def _schedule_restart(self, ran: float) -> None:
-        if ran >= self.timing.stable_after:
-            self._delay = self.timing.restart_initial
-        self._next_start = self._now() + self._delay
-        log.info("Watchdog: start nvidia-imex again in %.1fs", self._delay)
-        self._delay = min(self._delay * 2, self.timing.restart_max)
+        wait, self._delay = restart_backoff(self._delay, ran, self.timing)
+        self._next_start = self._now() + wait
+        log.info("Watchdog: start nvidia-imex again in %.1fs", wait)
 
     def _set_blocked(self, finding: hostconflict.Finding | None) -> None:
         if finding != self._blocked:

@@ -51,7 +51,8 @@ def test_a_join_is_appended_not_ready_with_the_lowest_free_index() -> None:
 def test_a_new_ip_keeps_index_and_status() -> None:
     current = (entry("a", 0), entry("n9", 3, status=Status.READY))
     planned = plan(current, register(ip="10.9.9.10"))
-    assert planned is not None and planned.change is Change.UPDATED
+    assert planned is not None
+    assert planned.change is Change.UPDATED
     assert planned.entries[1] == attrs.evolve(current[1], ip_address="10.9.9.10")
 
 
@@ -87,7 +88,8 @@ def test_an_upstream_entry_without_pod_uid_is_adopted() -> None:
 def test_status_changes_only_the_status() -> None:
     current = (entry("a", 0), entry("n9", 1))
     planned = plan(current, SetStatus("n9", Status.READY, "uid-n9"))
-    assert planned is not None and planned.change is Change.STATUS_SET
+    assert planned is not None
+    assert planned.change is Change.STATUS_SET
     assert planned.entries == (current[0], attrs.evolve(current[1], status=Status.READY))
 
 
@@ -104,7 +106,8 @@ def test_status_of_an_unlisted_entry_is_retried(entries: tuple[DaemonInfo, ...])
 def test_removal_is_by_node_name_and_pod_uid() -> None:
     current = (entry("a", 0), entry("n9", 1), entry("b", 2))
     planned = plan(current, Deregister("n9", "10.0.0.2", "uid-n9"))
-    assert planned is not None and planned.change is Change.REMOVED
+    assert planned is not None
+    assert planned.change is Change.REMOVED
     assert planned.entries == (current[0], current[2])
     assert planned.entry is None
 
@@ -118,7 +121,8 @@ def test_removal_of_an_upstream_entry_falls_back_to_the_ip() -> None:
     current = (entry("n9", 1, ip="10.0.0.2", pod_uid=None),)
     assert plan(current, Deregister("n9", "10.0.0.3", "uid-n9")) is None
     planned = plan(current, Deregister("n9", "10.0.0.2", "uid-n9"))
-    assert planned is not None and planned.entries == ()
+    assert planned is not None
+    assert planned.entries == ()
 
 
 def test_a_full_index_space_is_a_retryable_error_with_upstreams_words() -> None:
@@ -137,7 +141,8 @@ def test_status_mode_counts_only_the_own_cliques_indices() -> None:
         entry("a", 1),
     )
     planned = plan(current, register(), Scope(limit=4, clique_id=CLIQUE))
-    assert planned is not None and planned.entry is not None
+    assert planned is not None
+    assert planned.entry is not None
     assert planned.entry.index == 0
 
 
@@ -145,7 +150,8 @@ def test_a_node_that_moved_clique_rejoins_with_a_new_index() -> None:
     other = "7c5a1f4e-2b8d-4e6a-9f3c-1d2e3f4a5b6c.2"
     current = (entry("a", 0), entry("n9", 0, clique_id=other))
     planned = plan(current, register(), Scope(limit=4, clique_id=CLIQUE))
-    assert planned is not None and planned.entry is not None
+    assert planned is not None
+    assert planned.entry is not None
     assert (planned.entry.clique_id, planned.entry.index) == (CLIQUE, 1)
     assert len(planned.entries) == 2
 
