@@ -24,16 +24,26 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Generic, Protocol, TypeVar
 
+import attrs
+
 from computedomain.api.errors import PermanentError
+from computedomain.api.models import DaemonInfo
 from computedomain.daemon import dnsnames, files, hostsfile
 from computedomain.daemon.hostsfile import HostsFile
 from computedomain.daemon.keeper import ImexInputs
-from computedomain.daemon.reconcile import Snapshot
 from computedomain.policies.hookspecs import DnsNamePolicy
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+
+@attrs.frozen
+class Snapshot:
+    """The membership list as last seen, and ``spec.numNodes`` where the object has it."""
+
+    entries: tuple[DaemonInfo, ...]
+    num_nodes: int | None = None
 
 
 class Mailbox(Generic[T]):

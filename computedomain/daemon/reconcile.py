@@ -25,11 +25,10 @@ import random
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import attrs
-
-from computedomain.api.errors import PermanentError, TemporaryError
+from computedomain.api.errors import ComputeDomainError, PermanentError, TemporaryError
 from computedomain.api.models import DaemonInfo
 from computedomain.daemon import membership, pod
+from computedomain.daemon.imexsync import Snapshot
 from computedomain.daemon.registration import Registrar, resource_version
 from computedomain.daemon.shapes import Identity
 from computedomain.kube import errors
@@ -38,14 +37,6 @@ log = logging.getLogger(__name__)
 
 BASE_DELAY = 0.005
 MAX_DELAY = 6.0
-
-
-@attrs.frozen
-class Snapshot:
-    """The membership list as last seen, and ``spec.numNodes`` where the object has it."""
-
-    entries: tuple[DaemonInfo, ...]
-    num_nodes: int | None = None
 
 
 class LatestObject:
@@ -94,6 +85,7 @@ class MembershipLoop:
         *,
         publish: Callable[[Snapshot], None],
         blocked: Callable[[], bool] = lambda: False,
+        report: Callable[[ComputeDomainError], None] = lambda _: None,
         rng: random.Random | None = None,
     ) -> None:
         self.registrar = registrar
@@ -102,6 +94,7 @@ class MembershipLoop:
         self.identity = identity
         self._publish = publish
         self._blocked = blocked
+        self._report = report
         self._rng = rng or random.Random()
         self._wake = asyncio.Event()
         self._pod: Mapping[str, Any] | None = None
@@ -155,15 +148,20 @@ class MembershipLoop:
         except membership.Superseded as exc:
             log.warning("Not writing the own entry any more: %s", exc)
             self._superseded = True
+            self._report(exc)
             return None
         except (TemporaryError, errors.ApiError) as exc:
             self._failures += 1
             delay = retry_delay(self._failures, self._rng)
             log.info("Reconcile: %s (attempt %d, retry in %.3fs)", exc, self._failures, delay)
+            if isinstance(exc, TemporaryError):
+                self._report(exc)
             return delay
         except PermanentError as exc:
+            # Bad data or a broken policy: report it, and try again slowly (peers may fix it).
             self._failures += 1
-            log.error("Reconcile: %s (retrying slowly)", exc)
+            log.error("Reconcile: %s (retry in %.0fs)", exc, MAX_DELAY)
+            self._report(exc)
             return MAX_DELAY
         self._failures = 0
         if outcome.obj is not None:

@@ -1,0 +1,173 @@
+"""Settings of ``cd-imex-daemon``: upstream's flags and environment variables, plus our paths.
+
+``main`` parses :data:`OPTIONS` (every flag has an environment twin, daemon.md §1) and calls
+:func:`load` to get one frozen :class:`DaemonConfig`; ``run`` and ``check`` validate what each
+needs (:meth:`DaemonConfig.validate_run`). Paths default to production and are overridable so
+the simulation can run many daemons on one machine (spec README §1).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import attrs
+
+from computedomain.api import featuregates, names, validation
+from computedomain.api.errors import ConfigError
+from computedomain.daemon.keeper import KeeperTiming
+from computedomain.daemon.shapes import Identity
+from computedomain.policies import builtins
+from computedomain.runtime.flags import Option, duration, integer
+
+# Upstream's message when COMPUTE_DOMAIN_UUID is missing (daemon.md §2 step 1).
+CDI_MISSING = "CDI container edits did not apply -- is CDI enabled in your container runtime?"
+
+OPTIONS: tuple[Option, ...] = (
+    Option("--cliqueid", names.ENV_CLIQUE_ID, default="", help="NVLink clique of this node"),
+    Option("--compute-domain-uuid", names.ENV_COMPUTE_DOMAIN_UUID, default="", help="CD UID"),
+    Option("--compute-domain-name", names.ENV_COMPUTE_DOMAIN_NAME, default="", help="CD name"),
+    Option(
+        "--compute-domain-namespace",
+        names.ENV_COMPUTE_DOMAIN_NAMESPACE,
+        default="default",
+        help="CD namespace",
+    ),
+    Option("--node-name", names.ENV_NODE_NAME, default="", help="Kubernetes node name"),
+    Option("--pod-ip", names.ENV_POD_IP, default="", help="this pod's IP"),
+    Option("--pod-uid", names.ENV_POD_UID, default="", help="this pod's UID"),
+    Option("--pod-name", names.ENV_POD_NAME, default="", help="this pod's name"),
+    Option("--pod-namespace", names.ENV_POD_NAMESPACE, default="", help="the driver namespace"),
+    Option(
+        "--max-nodes-per-imex-domain",
+        names.ENV_MAX_NODES_PER_IMEX_DOMAIN,
+        type=integer,
+        default=0,
+        help="size of the index space and of nodes.cfg",
+    ),
+    Option("--feature-gates", names.ENV_FEATURE_GATES, default="", help="Name=bool,..."),
+    Option("--v", names.ENV_LOG_VERBOSITY, type=integer, default=0, help="log verbosity (-v)"),
+    Option("--imexd-dir", "IMEXD_DIR", default=names.IMEXD_DIR, help="IMEX config directory"),
+    Option("--hosts-file", "HOSTS_FILE", default=names.HOSTS_FILE, help="hosts file to manage"),
+    Option("--kubeconfig", "KUBECONFIG", default="", help="kubeconfig (default: in-cluster)"),
+    Option("--index-policy", "INDEX_POLICY", default=builtins.LOWEST_FREE, help="index policy"),
+    Option(
+        "--dns-name-policy",
+        "DNS_NAME_POLICY",
+        default=builtins.UPSTREAM_DNS,
+        help="DNS-name policy",
+    ),
+    Option("--imex-binary", "IMEX_BINARY", default=names.IMEX_BINARY, help="nvidia-imex"),
+    Option("--imex-ctl-binary", "IMEX_CTL_BINARY", default=names.IMEX_CTL_BINARY, help="ctl tool"),
+    Option(
+        "--imex-reload-interval",
+        "IMEX_RELOAD_INTERVAL",
+        type=duration,
+        default=5.0,
+        help="nvidia-imex handles one SIGUSR1 per this interval; later ones are coalesced",
+    ),
+)
+
+
+@attrs.frozen
+class DaemonConfig:
+    """Everything ``run`` and ``check`` need, resolved once."""
+
+    clique_id: str
+    cd_uid: str
+    cd_name: str
+    cd_namespace: str
+    node_name: str
+    pod_ip: str
+    pod_uid: str
+    pod_name: str
+    pod_namespace: str
+    max_nodes: int
+    features: featuregates.Features
+    verbosity: int
+    imexd_dir: Path
+    hosts_file: Path
+    kubeconfig: str | None
+    index_policy: str
+    dns_name_policy: str
+    imex_binary: str
+    imex_ctl_binary: str
+    timing: KeeperTiming
+
+    @property
+    def config_path(self) -> Path:
+        return self.imexd_dir / names.IMEXD_CONFIG
+
+    @property
+    def nodes_config_path(self) -> Path:
+        return self.imexd_dir / names.IMEXD_NODES_CONFIG
+
+    def identity(self) -> Identity:
+        return Identity(
+            node_name=self.node_name,
+            pod_ip=self.pod_ip,
+            pod_uid=self.pod_uid,
+            pod_name=self.pod_name,
+            pod_namespace=self.pod_namespace,
+            clique_id=self.clique_id,
+            cd_uid=self.cd_uid,
+            cd_name=self.cd_name,
+            cd_namespace=self.cd_namespace,
+        )
+
+    def validate_run(self) -> None:
+        """What ``run`` requires beyond parsing. Raises ConfigError naming the setting."""
+        if not self.cd_uid:
+            raise ConfigError("", CDI_MISSING)
+        validation.safe_path_component(names.ENV_COMPUTE_DOMAIN_UUID, self.cd_uid)
+        validation.label_value(names.ENV_COMPUTE_DOMAIN_UUID, self.cd_uid)
+        for env, value in (
+            (names.ENV_POD_NAME, self.pod_name),
+            (names.ENV_POD_NAMESPACE, self.pod_namespace),
+        ):
+            if not value:
+                raise ConfigError(env, "must be set (downward API)")
+        if not self.clique_id:
+            return  # no-op mode needs nothing else
+        for env, value in (
+            (names.ENV_NODE_NAME, self.node_name),
+            (names.ENV_POD_IP, self.pod_ip),
+        ):
+            if not value:
+                raise ConfigError(env, "must be set (downward API)")
+        if not self.features.compute_domain_cliques and not self.cd_name:
+            raise ConfigError(
+                names.ENV_COMPUTE_DOMAIN_NAME, "must be set when ComputeDomainCliques is off"
+            )
+        if self.max_nodes < 0:
+            raise ConfigError(names.ENV_MAX_NODES_PER_IMEX_DOMAIN, "must not be negative")
+
+
+def load(ns: argparse.Namespace) -> DaemonConfig:
+    """Build the config from parsed options. Raises ConfigError (bad clique ID or gates)."""
+    clique_id = validation.clique_id(names.ENV_CLIQUE_ID, ns.cliqueid)
+    interval = float(ns.imex_reload_interval)
+    if interval < 0:
+        raise ConfigError("IMEX_RELOAD_INTERVAL", "must not be negative")
+    return DaemonConfig(
+        clique_id=clique_id,
+        cd_uid=ns.compute_domain_uuid,
+        cd_name=ns.compute_domain_name,
+        cd_namespace=ns.compute_domain_namespace,
+        node_name=ns.node_name,
+        pod_ip=ns.pod_ip,
+        pod_uid=ns.pod_uid,
+        pod_name=ns.pod_name,
+        pod_namespace=ns.pod_namespace,
+        max_nodes=ns.max_nodes_per_imex_domain,
+        features=featuregates.parse(ns.feature_gates),
+        verbosity=ns.v,
+        imexd_dir=Path(ns.imexd_dir),
+        hosts_file=Path(ns.hosts_file),
+        kubeconfig=ns.kubeconfig or None,
+        index_policy=ns.index_policy,
+        dns_name_policy=ns.dns_name_policy,
+        imex_binary=ns.imex_binary,
+        imex_ctl_binary=ns.imex_ctl_binary,
+        timing=KeeperTiming(reload_interval=interval),
+    )

@@ -1,0 +1,77 @@
+"""Entry point of ``cd-imex-daemon`` (console script): ``[flags] run|check``.
+
+Only wiring: parse flags and environment into a :class:`~computedomain.daemon.config.DaemonConfig`,
+set up logging, then hand over to :mod:`~computedomain.daemon.check` or
+:mod:`~computedomain.daemon.runner`. Exit codes (daemon.md §1): an error before the parts
+start prints ``Error: <message>`` and gives 1; SIGTERM gives 0; a part that fails after the
+start gives 1 (upstream gives 0 there, H11; no one relies on it).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from computedomain.api.errors import ConfigError
+from computedomain.daemon import check, config, runner
+from computedomain.runtime import logs, supervisor
+from computedomain.runtime.flags import FlagSet
+
+PROG = "cd-imex-daemon"
+COMMANDS = ("run", "check")
+
+
+def split_command(argv: Sequence[str]) -> tuple[str | None, list[str]]:
+    """The sub-command and the remaining flags. Pure.
+
+    Flags may come before or after the sub-command (upstream puts them before); every flag
+    takes a value, as ``--flag value`` or ``--flag=value``; ``-v N`` is klog's ``--v N``.
+    """
+    command: str | None = None
+    rest: list[str] = []
+    args = ["--v" if a == "-v" else ("--v=" + a[3:] if a.startswith("-v=") else a) for a in argv]
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg.startswith("-") and arg not in ("-h", "--help"):
+            rest.append(arg)
+            if "=" not in arg and i + 1 < len(args):
+                rest.append(args[i + 1])
+                i += 1
+        elif command is None and arg in COMMANDS:
+            command = arg
+        else:
+            rest.append(arg)
+        i += 1
+    return command, rest
+
+
+def flagset() -> FlagSet:
+    return FlagSet(PROG, config.OPTIONS, description="ComputeDomain IMEX daemon: run | check")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``cd-imex-daemon``; returns the exit code."""
+    command, rest = split_command(sys.argv[1:] if argv is None else argv)
+    flags = flagset()
+    ns = flags.parse(rest)
+    if command is None:
+        flags.fail(f"a sub-command is required: {' | '.join(COMMANDS)}")
+    try:
+        settings = config.load(ns)
+    except ConfigError as exc:
+        print(f"Error: {exc}", file=sys.stderr)
+        return 1
+    logs.setup(min(max(settings.verbosity, 0), 10), "compute-domain-daemon")
+    if command == "check":
+        try:
+            check.check(settings.clique_id, settings.imex_ctl_binary, settings.config_path)
+        except check.CheckFailed as exc:
+            print(f"Error: {exc}", file=sys.stderr)
+            return 1
+        return 0
+    return supervisor.run(lambda: runner.main(settings))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
