@@ -16,11 +16,12 @@ import attrs
 
 from computedomain.api.errors import ComputeDomainError
 from computedomain.daemon import imexsync
+from computedomain.daemon.identity import Identity
 from computedomain.daemon.imexsync import Mailbox, Snapshot, Sync
 from computedomain.daemon.modes import Mode, Paths, Want
 from computedomain.daemon.reconcile import LatestObject, MembershipLoop
 from computedomain.daemon.registration import Registrar
-from computedomain.daemon.shapes import Identity, Shape
+from computedomain.daemon.shapes import Shape
 from computedomain.kube import resources
 from computedomain.kube.informer import FuncHandler, Informer
 from computedomain.kube.rest import Api

@@ -15,8 +15,8 @@ import attrs
 
 from computedomain.api import featuregates, names, validation
 from computedomain.api.errors import ConfigError
+from computedomain.daemon.identity import Identity
 from computedomain.daemon.keeper import KeeperTiming
-from computedomain.daemon.shapes import Identity
 from computedomain.policies import builtins
 from computedomain.runtime.flags import Option, duration, integer
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from computedomain.api.errors import ComputeDomainError
 from computedomain.daemon import hostconflict, membership, pod
-from computedomain.daemon.shapes import Identity
+from computedomain.daemon.identity import Identity
 from computedomain.kube.events import WARNING, EventRecorder
 
 COMPONENT = "compute-domain-daemon"

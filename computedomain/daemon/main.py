@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from computedomain.api.errors import ConfigError
-from computedomain.daemon import check, config, runner
+from computedomain.daemon import check, config
 from computedomain.runtime import logs, supervisor
 from computedomain.runtime.flags import FlagSet
 
@@ -70,6 +70,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"Error: {exc}", file=sys.stderr)
             return 1
         return 0
+    # Imported here: the probe above runs every second during startup and must not pay for
+    # loading the API client.
+    from computedomain.daemon import runner  # noqa: PLC0415
+
     return supervisor.run(lambda: runner.main(settings))
 
 

@@ -24,9 +24,10 @@ import attrs
 from computedomain.api import featuregates
 from computedomain.api.errors import ConfigError
 from computedomain.daemon import dnsnames, files, hostsfile
+from computedomain.daemon.identity import Identity
 from computedomain.daemon.imexsync import DnsSync, IpSync, Sync
 from computedomain.daemon.keeper import ImexInputs
-from computedomain.daemon.shapes import CliqueShape, Identity, Shape, StatusShape
+from computedomain.daemon.shapes import CliqueShape, Shape, StatusShape
 from computedomain.policies.hookspecs import DnsNamePolicy
 
 Want = Callable[[ImexInputs], None]

@@ -14,7 +14,7 @@ from typing import Any
 
 from computedomain.api import names
 from computedomain.api.models import Status
-from computedomain.daemon.shapes import Identity
+from computedomain.daemon.identity import Identity
 from computedomain.kube import resources
 from computedomain.kube.rest import Api, PatchType
 

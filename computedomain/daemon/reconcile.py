@@ -28,9 +28,9 @@ from typing import Any
 from computedomain.api.errors import ComputeDomainError, PermanentError, TemporaryError
 from computedomain.api.models import DaemonInfo
 from computedomain.daemon import membership, pod
+from computedomain.daemon.identity import Identity
 from computedomain.daemon.imexsync import Snapshot
 from computedomain.daemon.registration import Registrar, resource_version
-from computedomain.daemon.shapes import Identity
 from computedomain.kube import errors
 
 log = logging.getLogger(__name__)

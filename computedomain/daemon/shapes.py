@@ -22,27 +22,10 @@ import attrs
 
 from computedomain.api import convert, names
 from computedomain.api.models import DaemonInfo, Status
+from computedomain.daemon.identity import Identity
 from computedomain.daemon.membership import Change, Planned, Scope, find
 from computedomain.kube import resources
 from computedomain.kube.rest import Api
-
-
-@attrs.frozen
-class Identity:
-    """Who this daemon is: the facts the DaemonSet and CDI give it (daemon.md §0, §1)."""
-
-    node_name: str
-    pod_ip: str
-    pod_uid: str
-    pod_name: str
-    pod_namespace: str
-    clique_id: str
-    cd_uid: str
-    cd_name: str = ""
-    cd_namespace: str = "default"
-
-    def owner_reference(self) -> dict[str, Any]:
-        return {"apiVersion": "v1", "kind": "Pod", "name": self.pod_name, "uid": self.pod_uid}
 
 
 def _text(value: Any) -> str:

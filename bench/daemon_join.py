@@ -1,0 +1,226 @@
+"""How fast a whole domain registers, and how many API writes it costs.
+
+Run: ``python bench/daemon_join.py [--sizes 18x1,72x4,288x16] [--runs N]`` (prints one JSON
+document). For each size ``KxC`` (K daemons spread over C cliques of one ComputeDomain), K
+in-process daemons (:class:`computedomain.sim.imex.hollow.HollowDaemon`: the real registration
+loop, watches and hosts-file sync, each with its own API client and client-side rate limit
+5 qps / burst 10 as client-go's defaults) start at the same instant against an embedded API
+server running in its own process (as it would in a cluster). Measured from the start until
+every daemon has an entry with a unique index in its clique and every daemon's hosts file maps
+exactly its clique's entries; plus API writes (creates and updates sent, successful or not) and
+409 conflicts per daemon. Pods and clients are created before the clock starts.
+
+Targets (issue 5): 18 daemons converge in at most 1 s with at most 3 writes per daemon on
+average; 288 daemons in at most 5 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from computedomain.kube.client import ClientConfig, connect
+from computedomain.kube.rest import Api
+
+from computedomain.api import names
+from computedomain.daemon import modes
+from computedomain.daemon.identity import Identity
+from computedomain.daemon.shapes import own_entry
+from computedomain.kube import errors, resources
+from computedomain.policies import registry
+from computedomain.sim.imex.hollow import HollowDaemon
+
+ROOT = Path(__file__).resolve().parents[1]
+CRDS = sorted((ROOT / "deployments" / "base" / "crds").glob("*.yaml"))
+LIMIT = 18
+NAMESPACE = "dra-driver-nvidia-gpu"
+SERVER_SCRIPT = """
+import sys, time
+from pathlib import Path
+from computedomain.sim.apiserver import testing
+with testing.running(Path(sys.argv[1])) as server:
+    server.install_crds([Path(p) for p in sys.argv[2:]])
+    print(server.url, server.token, flush=True)
+    sys.stdin.read()
+"""
+
+
+def clique_id(n: int) -> str:
+    return f"2df84740-d3cb-b5ce-4e7e-98352b5a71b5.{n}"
+
+
+@contextlib.contextmanager
+def api_server(directory: Path) -> Any:
+    """The embedded API server in a child process; yields (url, token)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SERVER_SCRIPT, str(directory), *map(str, CRDS)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        url, token = proc.stdout.readline().split()
+        yield url, token
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        proc.wait(timeout=30)
+
+
+async def create_pods(api: Api, cd_uid: str, count: int) -> list[tuple[str, str, str]]:
+    """(pod name, pod UID, pod IP) of ``count`` running daemon pods."""
+    with contextlib.suppress(errors.AlreadyExists):
+        await api.create(resources.NAMESPACES, {"metadata": {"name": NAMESPACE}})
+
+    async def one(i: int) -> tuple[str, str, str]:
+        name, ip = f"daemon-{cd_uid[:8]}-{i}", f"10.{i // 250}.{i % 250}.{(i * 7) % 250 + 1}"
+        body = {
+            "metadata": {
+                "name": name,
+                "namespace": NAMESPACE,
+                "labels": {names.COMPUTE_DOMAIN_LABEL: cd_uid},
+            },
+            "spec": {"nodeName": f"node-{i}", "containers": [{"name": "d", "image": "x"}]},
+        }
+        created = await api.create(resources.PODS, body, NAMESPACE)
+        status = {"status": {"phase": "Running", "podIP": ip, "podIPs": [{"ip": ip}]}}
+        await api.patch(resources.PODS, name, status, namespace=NAMESPACE, subresource="status")
+        return name, str(created["metadata"]["uid"]), ip
+
+    return list(await asyncio.gather(*(one(i) for i in range(count))))
+
+
+def converged(daemons: list[HollowDaemon], per_clique: int) -> bool:
+    """Every daemon registered, indices unique per clique, every hosts file up to date."""
+    by_clique: dict[str, dict[str, int]] = {}
+    for daemon in daemons:
+        obj = daemon.parts.loop.cache.get()
+        entry = own_entry(daemon.parts.shape, obj, daemon.identity.node_name) if obj else None
+        if entry is None or entry.ip_address != daemon.identity.pod_ip:
+            return False
+        by_clique.setdefault(daemon.identity.clique_id, {})[daemon.identity.node_name] = entry.index
+    for indices in by_clique.values():
+        if len(indices) != per_clique or len(set(indices.values())) != per_clique:
+            return False
+    policy = registry.load().dns_names.get("upstream")
+    for daemon in daemons:
+        clique = by_clique[daemon.identity.clique_id]
+        expected = tuple(sorted((policy.dns_name(i), ip_of(daemons, n)) for n, i in clique.items()))
+        last = daemon.parts.sync.last  # type: ignore[attr-defined]
+        if last is None or last.names != expected:
+            return False
+    return True
+
+
+def ip_of(daemons: list[HollowDaemon], node: str) -> str:
+    return next(d.identity.pod_ip for d in daemons if d.identity.node_name == node)
+
+
+def files_agree(daemons: list[HollowDaemon]) -> bool:
+    """After convergence: the hosts files on disk say what the syncs recorded."""
+    for daemon in daemons:
+        text = daemon.paths.hosts_file.read_text()
+        last = daemon.parts.sync.last  # type: ignore[attr-defined]
+        lines = {line for line in text.splitlines() if line.startswith("10.")}
+        if lines != {f"{ip}\t{name}" for name, ip in last.names}:
+            return False
+    return True
+
+
+async def run_size(url: str, token: str, count: int, cliques: int, tmp: Path) -> dict[str, Any]:
+    admin = await connect(ClientConfig(url=url, token=token, qps=0))
+    cd_uid = str(uuid.uuid4())
+    pods = await create_pods(admin, cd_uid, count)
+    policies = registry.load()
+    daemons = []
+    for i, (pod, uid, ip) in enumerate(pods):
+        identity = Identity(
+            node_name=f"node-{i}",
+            pod_ip=ip,
+            pod_uid=uid,
+            pod_name=pod,
+            pod_namespace=NAMESPACE,
+            clique_id=clique_id(i % cliques),
+            cd_uid=cd_uid,
+        )
+        daemons.append(
+            await HollowDaemon.connect(
+                url,
+                token,
+                identity,
+                tmp / cd_uid / f"node-{i}",
+                mode=modes.CLIQUES,
+                limit=LIMIT,
+                index_policy=policies.index.get("lowest-free"),
+                dns_policy=policies.dns_names.get("upstream"),
+            )
+        )
+    for daemon in daemons:  # static files first: not part of joining
+        daemon.directory.mkdir(parents=True, exist_ok=True)
+        daemon.mode.prepare(daemon.paths, daemon.dns_policy, daemon.limit)
+    start = time.perf_counter()
+    await asyncio.gather(*(d.start() for d in daemons))
+    deadline = start + 60
+    while not converged(daemons, count // cliques):
+        if time.perf_counter() > deadline:
+            break
+        await asyncio.sleep(0.005)
+    elapsed = time.perf_counter() - start
+    ok = converged(daemons, count // cliques) and files_agree(daemons)
+    writes = [d.parts.registrar.stats.writes for d in daemons]
+    conflicts = [d.parts.registrar.stats.conflicts for d in daemons]
+    reads = [d.parts.registrar.stats.reads for d in daemons]
+    await asyncio.gather(*(d.crash() for d in daemons))
+    await admin.close()
+    return {
+        "daemons": count,
+        "cliques": cliques,
+        "converged": ok,
+        "seconds": round(elapsed, 3),
+        "writes_per_daemon": round(statistics.mean(writes), 2),
+        "writes_max": max(writes),
+        "conflicts_per_daemon": round(statistics.mean(conflicts), 2),
+        "conflicts_max": max(conflicts),
+        "gets_per_daemon": round(statistics.mean(reads), 2),
+    }
+
+
+async def main_async(sizes: list[tuple[int, int]], runs: int) -> dict[str, Any]:
+    results = []
+    with tempfile.TemporaryDirectory() as tmp, api_server(Path(tmp) / "apiserver") as (url, token):
+        for count, cliques in sizes:
+            for run in range(runs):
+                result = await run_size(url, token, count, cliques, Path(tmp))
+                result["run"] = run
+                results.append(result)
+    return {
+        "benchmark": "daemon_join",
+        "cpu_count": os.cpu_count(),
+        "targets": {"18x1": "<= 1 s, <= 3 writes/daemon", "288x16": "<= 5 s"},
+        "results": results,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="18x1,72x4,288x16", help="KxC,... (daemons x cliques)")
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    sizes = [tuple(int(x) for x in s.split("x")) for s in args.sizes.split(",")]
+    print(json.dumps(asyncio.run(main_async(sizes, args.runs)), indent=2))  # type: ignore[arg-type]
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,451 @@
+"""Membership invariants (daemon.md §16 S1-S9, F2, F5, F7, F9, P1) under random interleavings.
+
+Several in-process daemons (the real registration loop, watches, hosts-file sync and keeper,
+each daemon with its own API client) run against the embedded API server with real
+compare-and-swap, in one or two cliques, in clique mode and in status mode. Hypothesis draws a
+program of joins, graceful leaves, forced leaves (the controller's cleanup removes the entry),
+pod replacements with a new IP, container restarts and readiness flips, executed without
+waiting for each other; then the test waits for quiescence and checks the invariants, plus a
+history of every version of the membership objects (S5, S6). It runs for every index policy in
+the ``computedomain`` entry-point group; a broken policy is shown to fail it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import random
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+from computedomain.kube.client import ClientConfig, connect
+from computedomain.kube.informer import FuncHandler, Informer
+from computedomain.kube.rest import Api
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from computedomain.api import names
+from computedomain.api.models import DaemonInfo, Status
+from computedomain.daemon import dnsnames, modes
+from computedomain.daemon.identity import Identity
+from computedomain.daemon.keeper import KeeperTiming
+from computedomain.daemon.process import ImexProcess
+from computedomain.daemon.shapes import Shape
+from computedomain.policies import registry
+from computedomain.policies.hookspecs import IndexPolicy, IndexRequest, hookimpl
+from computedomain.sim.apiserver import testing
+from computedomain.sim.imex.hollow import HollowDaemon
+from tests.integration.daemon.cluster import CRDS, Cluster, clique_id, random_cd_uid
+from tests.unit.daemon.waiting import eventually
+
+SETTINGS = settings(
+    max_examples=12,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+POLICIES = registry.load()
+DNS = POLICIES.dns_names.get("upstream")
+LIMIT = 4
+TIMING = KeeperTiming(reload_interval=0.05, restart_initial=0.05, stop_timeout=2.0)
+# A child that ignores SIGUSR1 (the disposition survives exec) and dies on SIGTERM.
+CHILD = ["sh", "-c", 'trap "" USR1; exec sleep 100000']
+_ips = itertools.count(1)
+
+ACTIONS = ("join", "leave", "kill", "replace", "restart", "ready", "unready", "cleanup")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[testing.RunningServer]:
+    with testing.running(tmp_path_factory.mktemp("apiserver")) as running:
+        running.install_crds(CRDS)
+        yield running
+
+
+@attrs.define
+class Node:
+    name: str
+    clique: str
+    pod: str = ""
+    pod_uid: str = ""
+    ip: str = ""
+    ready: bool = False
+    daemon: HollowDaemon | None = None
+    generation: int = 0
+    starts_with_own_mapping: list[bool] = attrs.field(factory=list)
+
+
+class Scenario:
+    """One example: a domain, its nodes, the daemons, and what the test may see removed."""
+
+    def __init__(
+        self, server: testing.RunningServer, tmp: Path, mode: modes.Mode, policy: IndexPolicy
+    ) -> None:
+        self.server = server
+        self.tmp = tmp
+        self.mode = mode
+        self.policy = policy
+        self.namespace = testing.unique_name("cd")
+        self.cd_name = "cd"
+        self.cd_uid = ""
+        self.nodes: list[Node] = []
+        self.allowed_removals: set[tuple[str, str]] = set()  # (node, pod uid or "")
+        self.history: list[tuple[str, dict[str, Any] | None]] = []
+        self.removals = 0
+
+    async def setup(self, api: Api, cliques: Sequence[int]) -> None:
+        self.api = api
+        self.cluster = Cluster(api, self.namespace)
+        await self.cluster.create_namespace()
+        if self.mode is modes.CLIQUES:
+            self.cd_uid = random_cd_uid()
+        else:
+            self.cd_uid = await self.cluster.create_compute_domain(self.cd_name)
+        self.nodes = [Node(f"node-{i}", clique_id(c)) for i, c in enumerate(cliques)]
+        self.shapes = {
+            c: self.mode.shape(self.identity(n), LIMIT) for n in self.nodes for c in [n.clique]
+        }
+        self.watchers = [self._watch(shape) for shape in self._distinct_shapes()]
+        self.watch_tasks = [asyncio.create_task(w.run()) for w in self.watchers]
+        for watcher in self.watchers:
+            await watcher.wait_for_sync()
+
+    def _distinct_shapes(self) -> list[Shape]:
+        seen: dict[str, Shape] = {}
+        for shape in self.shapes.values():
+            seen.setdefault(shape.name, shape)
+        return list(seen.values())
+
+    def _watch(self, shape: Shape) -> Informer:
+        informer = Informer(
+            self.api,
+            shape.resource,
+            namespace=shape.namespace,
+            field_selector=f"metadata.name={shape.name}",
+        )
+
+        def record(obj: dict[str, Any]) -> None:
+            self.history.append((shape.name, obj))
+
+        informer.add_handler(
+            FuncHandler(
+                add=record,
+                update=lambda _, new: record(new),
+                delete=lambda _: self.history.append((shape.name, None)),
+            )
+        )
+        return informer
+
+    def identity(self, node: Node) -> Identity:
+        return Identity(
+            node_name=node.name,
+            pod_ip=node.ip,
+            pod_uid=node.pod_uid,
+            pod_name=node.pod,
+            pod_namespace=self.namespace,
+            clique_id=node.clique,
+            cd_uid=self.cd_uid,
+            cd_name=self.cd_name,
+            cd_namespace=self.namespace,
+        )
+
+    # --- the kubelet's and the user's actions ---------------------------------------------------
+
+    async def start_daemon(self, node: Node, rng: random.Random) -> None:
+        node.generation += 1
+        directory = self.tmp / self.namespace / f"{node.name}-{node.generation}"
+        daemon_box: list[HollowDaemon] = []
+
+        async def spawn(on_line: Callable[[str], None]) -> ImexProcess:
+            daemon = daemon_box[0]
+            own = DNS.dns_name(daemon.wanted[-1].identity)  # type: ignore[arg-type]
+            hosts = daemon.paths.hosts_file.read_text()
+            node.starts_with_own_mapping.append(f"{node.ip}\t{own}\n" in hosts)  # F7
+            return await ImexProcess.spawn(CHILD, on_line=on_line)
+
+        daemon = await HollowDaemon.connect(
+            self.server.url,
+            self.server.token,
+            self.identity(node),
+            directory,
+            mode=self.mode,
+            limit=LIMIT,
+            index_policy=self.policy,
+            dns_policy=DNS,
+            spawn=spawn,
+            timing=TIMING,
+            rng=random.Random(rng.random()),
+        )
+        daemon_box.append(daemon)
+        node.daemon = daemon
+        await daemon.start()
+
+    async def new_pod(self, node: Node) -> None:
+        node.pod = f"daemon-{node.name}-{next(_ips)}"
+        node.ip = f"10.{next(_ips) % 250}.{next(_ips) % 250}.{next(_ips) % 250 + 1}"
+        node.ready = False
+        node.pod_uid = await self.cluster.create_pod(node.pod, node.name, node.ip, self.cd_uid)
+
+    async def act(self, kind: str, node: Node, rng: random.Random) -> None:
+        if kind == "join" and not node.pod:
+            await self.new_pod(node)
+            await self.start_daemon(node, rng)
+        elif kind == "leave" and node.daemon is not None:
+            self.allowed_removals.add((node.name, node.pod_uid))
+            await node.daemon.leave()
+            await self._delete_pod(node)
+        elif kind == "kill" and node.daemon is not None:
+            await node.daemon.crash()
+            await self._delete_pod(node)
+        elif kind == "replace" and node.daemon is not None:
+            await node.daemon.crash()
+            await self._delete_pod(node)
+            await self.new_pod(node)
+            await self.start_daemon(node, rng)
+        elif kind == "restart" and node.daemon is not None:
+            await node.daemon.crash()
+            await self.start_daemon(node, rng)
+        elif kind in ("ready", "unready") and node.pod:
+            node.ready = kind == "ready"
+            await self.cluster.set_status(node.pod, ready=node.ready)
+        elif kind == "cleanup":
+            await self.cleanup()
+
+    async def _delete_pod(self, node: Node) -> None:
+        await self.cluster.delete_pod(node.pod)
+        node.daemon, node.pod, node.pod_uid, node.ip = None, "", "", ""
+
+    async def cleanup(self) -> None:
+        for shape in self._distinct_shapes():
+            live = {n.name for n in self.nodes if n.pod}
+            self.allowed_removals |= {(n.name, "*") for n in self.nodes if n.name not in live}
+            self.removals += len(
+                await self.cluster.cleanup(shape.resource, shape.name, self.cd_uid)
+            )
+
+    async def stop(self) -> None:
+        for node in self.nodes:
+            if node.daemon is not None:
+                await node.daemon.crash()
+        for task in self.watch_tasks:
+            task.cancel()
+        await asyncio.gather(*self.watch_tasks, return_exceptions=True)
+
+    # --- what must hold ---------------------------------------------------------------------
+
+    def entries(self, shape: Shape) -> tuple[DaemonInfo, ...]:
+        latest = [obj for name, obj in self.history if name == shape.name]
+        return shape.entries(latest[-1]) if latest and latest[-1] is not None else ()
+
+    def clique_entries(self, node: Node) -> list[DaemonInfo]:
+        shape = self.shapes[node.clique]
+        return [e for e in self.entries(shape) if e.clique_id == node.clique]
+
+    def quiet(self) -> bool:
+        for node in self.nodes:
+            mine = {e.node_name: e for e in self.clique_entries(node)}
+            if node.daemon is None:
+                if node.name in mine:
+                    return False
+                continue
+            entry = mine.get(node.name)
+            expected_status = Status.READY if node.ready else Status.NOT_READY
+            if entry is None or (entry.ip_address, entry.pod_uid, entry.status) != (
+                node.ip,
+                node.pod_uid,
+                expected_status,
+            ):
+                return False
+            mapping = {DNS.dns_name(e.index): e.ip_address for e in mine.values()}
+            keeper = node.daemon.keeper
+            assert keeper is not None
+            if keeper.pid is None or dict(keeper.loaded.names) != mapping:
+                return False
+            hosts = node.daemon.paths.hosts_file
+            if not hosts.exists() or _mapping(hosts.read_text()) != mapping:
+                return False
+        return True
+
+    def check(self) -> None:
+        for shape in self._distinct_shapes():
+            entries = self.entries(shape)
+            for clique in {e.clique_id for e in entries}:
+                mine = [e for e in entries if e.clique_id == clique]
+                indices = [e.index for e in mine]
+                assert len(set(indices)) == len(indices), f"S1: duplicate index in {mine}"
+                assert all(0 <= i < LIMIT for i in indices), f"S2: {indices}"
+                if self.removals == 0 and not self.allowed_removals:
+                    assert sorted(indices) == list(range(len(indices))), f"S4: {indices}"
+            node_names = [e.node_name for e in entries]
+            assert len(set(node_names)) == len(node_names), f"S1: duplicate node in {entries}"
+            self._check_history(shape)
+        for node in self.nodes:
+            assert all(node.starts_with_own_mapping), f"F7: {node.name}"
+            if node.daemon is not None and node.daemon.keeper is not None:
+                stats = node.daemon.keeper.stats
+                assert stats.identity_restarts == 0, f"P1: {node.name} restarted: {stats}"
+                assert stats.unexpected_exits == 0, f"P3: {node.name}: {stats}"
+
+    def _check_history(self, shape: Shape) -> None:
+        versions = [obj for name, obj in self.history if name == shape.name]
+        for before, after in itertools.pairwise(versions):
+            old = {e.node_name: e for e in (shape.entries(before) if before else ())}
+            new = {e.node_name: e for e in (shape.entries(after) if after else ())}
+            for node, entry in old.items():
+                if node in new:
+                    if new[node].clique_id == entry.clique_id:
+                        assert new[node].index == entry.index, f"S5: {entry} -> {new[node]}"
+                else:
+                    assert (node, entry.pod_uid or "") in self.allowed_removals or (
+                        node,
+                        "*",
+                    ) in self.allowed_removals, f"S6: {entry} vanished"
+
+
+def _mapping(hosts: str) -> dict[str, str]:
+    return {
+        fields[1]: fields[0]
+        for line in hosts.splitlines()
+        if len(fields := line.split()) == 2 and fields[1].startswith(names.DNS_NAME_PREFIX)
+    }
+
+
+@st.composite
+def programs(draw: st.DrawFn) -> tuple[list[int], list[tuple[str, int]], int]:
+    cliques = draw(st.sampled_from([[1, 1, 1], [1, 1, 1, 1], [1, 1, 2, 2], [1, 2, 2]]))
+    joins = [("join", i) for i in range(len(cliques))]
+    steps = draw(
+        st.lists(st.tuples(st.sampled_from(ACTIONS), st.integers(0, len(cliques) - 1)), max_size=8)
+    )
+    program = draw(st.permutations(joins + steps))
+    return cliques, program, draw(st.integers(0, 2**32))
+
+
+async def run_program(
+    server: testing.RunningServer,
+    tmp: Path,
+    mode: modes.Mode,
+    policy: IndexPolicy,
+    cliques: list[int],
+    program: Sequence[tuple[str, int]],
+    seed: int,
+    *,
+    within: float = 20.0,
+) -> Scenario:
+    rng = random.Random(seed)
+    api = await connect(ClientConfig(url=server.url, token=server.token, qps=0))
+    scenario = Scenario(server, tmp, mode, policy)
+    try:
+        await scenario.setup(api, cliques)
+        for kind, index in program:
+            await scenario.act(kind, scenario.nodes[index], rng)
+        await scenario.cleanup()
+        await eventually(scenario.quiet, within=within)
+        scenario.check()
+        for node in scenario.nodes:  # S7: a pass with nothing to do writes nothing
+            if node.daemon is not None:
+                writes = node.daemon.parts.registrar.stats.writes
+                assert await node.daemon.parts.loop.step() is None
+                assert node.daemon.parts.registrar.stats.writes == writes
+        return scenario
+    finally:
+        await scenario.stop()
+        await api.close()
+
+
+MODES = [modes.CLIQUES, modes.STATUS_DNS]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", MODES, ids=[m.name for m in MODES])
+@pytest.mark.parametrize("policy_name", POLICIES.index.names())
+def test_membership_invariants_hold_under_random_interleavings(
+    server: testing.RunningServer, tmp_path: Path, mode: modes.Mode, policy_name: str
+) -> None:
+    policy = POLICIES.index.get(policy_name)
+
+    @SETTINGS
+    @given(programs())
+    def check(drawn: tuple[list[int], list[tuple[str, int]], int]) -> None:
+        cliques, program, seed = drawn
+        asyncio.run(run_program(server, tmp_path, mode, policy, cliques, program, seed))
+
+    check()
+
+
+def test_more_daemons_than_indices_leave_the_surplus_unregistered(
+    server: testing.RunningServer, tmp_path: Path
+) -> None:
+    """S3's second half: with more daemons than ``max``, exactly ``max`` are registered."""
+
+    async def scenario() -> None:
+        api = await connect(ClientConfig(url=server.url, token=server.token, qps=0))
+        s = Scenario(server, tmp_path, modes.CLIQUES, POLICIES.index.get("lowest-free"))
+        try:
+            await s.setup(api, [1] * (LIMIT + 2))
+            rng = random.Random(7)
+            await asyncio.gather(*(s.act("join", n, rng) for n in s.nodes))
+            shape = s.shapes[s.nodes[0].clique]
+            await eventually(lambda: len(s.entries(shape)) == LIMIT)
+            registered = [
+                n for n in s.nodes if n.daemon and n.daemon.parts.loop.registered.is_set()
+            ]
+            assert len(registered) == LIMIT
+            s.check()
+        finally:
+            await s.stop()
+            await api.close()
+
+    asyncio.run(scenario())
+
+
+@attrs.frozen
+class AlwaysZero:
+    """A deliberately broken policy: every daemon asks for index 0."""
+
+    name: str = "always-zero"
+
+    def allocate(self, request: IndexRequest) -> int | None:
+        return 0
+
+
+class BrokenPlugin:
+    @hookimpl
+    def computedomain_index_policies(self) -> Sequence[IndexPolicy]:
+        return (AlwaysZero(),)
+
+
+def test_a_broken_policy_fails_the_suite(server: testing.RunningServer, tmp_path: Path) -> None:
+    broken = registry.load(extra=[BrokenPlugin()]).index.get("always-zero")
+    program = [("join", 0), ("join", 1), ("join", 2)]
+    with pytest.raises(TimeoutError):  # the daemons after the first can never register (S3)
+        asyncio.run(
+            run_program(server, tmp_path, modes.CLIQUES, broken, [1, 1, 1], program, 1, within=3.0)
+        )
+
+
+def test_hosts_files_agree_across_daemons(server: testing.RunningServer, tmp_path: Path) -> None:
+    """F5 through the API: daemons of one clique that saw the same version agree."""
+
+    async def scenario() -> None:
+        api = await connect(ClientConfig(url=server.url, token=server.token, qps=0))
+        s = Scenario(server, tmp_path, modes.CLIQUES, POLICIES.index.get("lowest-free"))
+        try:
+            await s.setup(api, [1, 1, 1, 2])
+            rng = random.Random(3)
+            await asyncio.gather(*(s.act("join", n, rng) for n in s.nodes))
+            await eventually(s.quiet)
+            sections = {n.clique: set() for n in s.nodes}  # type: dict[str, set[frozenset[tuple[str, str]]]]
+            for n in s.nodes:
+                assert n.daemon is not None
+                text = n.daemon.paths.hosts_file.read_text()
+                sections[n.clique].add(frozenset(_mapping(text).items()))
+            assert all(len(found) == 1 for found in sections.values())
+            assert dnsnames.all_names(DNS, LIMIT)
+        finally:
+            await s.stop()
+            await api.close()
+
+    asyncio.run(scenario())
