@@ -41,7 +41,7 @@ LABELS = {"app": "web", "tier": "front", "version": "3"}
         ("empty=", False),
         ("tier in (front,)", True),
     ],
-    ids=lambda v: str(v),
+    ids=str,
 )
 def test_label_matching(selector: str, expected: bool) -> None:
     assert parse_labels(selector).matches(LABELS) is expected
@@ -58,7 +58,7 @@ def test_label_matching(selector: str, expected: bool) -> None:
         ("-bad=x", "key: Invalid value"),
         ("version>x", "must be an integer"),
     ],
-    ids=lambda v: str(v),
+    ids=str,
 )
 def test_label_errors(selector: str, message: str) -> None:
     with pytest.raises(SelectorError) as exc:
