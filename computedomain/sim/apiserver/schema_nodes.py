@@ -130,7 +130,9 @@ def parse(
             )
     additional = raw.get("additionalProperties")
     if additional is not None:
-        if props:
+        if root and not junctor:
+            _fail(f"{path}.additionalProperties", "Forbidden: must not be used at the root")
+        if props and additional is not True:
             _fail(
                 f"{path}.additionalProperties",
                 "Forbidden: additionalProperties and properties are mutual exclusive",
