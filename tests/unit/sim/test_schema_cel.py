@@ -38,7 +38,7 @@ CASES = [
         {"rule": "self.startsWith('a')"},
         "b",
         None,
-        ['spec.f: Invalid value: "b": failed rule: self.startsWith(\'a\')'],
+        ["spec.f: Invalid value: \"b\": failed rule: self.startsWith('a')"],
     ),
     (
         "failing rule on an object omits the value",
@@ -94,7 +94,7 @@ CASES = [
         {"rule": "self.b == 'x'"},
         {"a": 1},
         None,
-        ['spec.f: Invalid value: "object": no such key: b evaluating rule: self.b == \'x\''],
+        ["spec.f: Invalid value: \"object\": no such key: b evaluating rule: self.b == 'x'"],
     ),
     (
         "runtime error names the message when there is one",
@@ -123,7 +123,14 @@ CASES = [
         None,
         [],
     ),
-    ("null values are not validated", {"type": "string", "nullable": True}, {"rule": "self == 'a'"}, None, None, []),
+    (
+        "null values are not validated",
+        {"type": "string", "nullable": True},
+        {"rule": "self == 'a'"},
+        None,
+        None,
+        [],
+    ),
     (
         "transition rule skipped on create",
         {"type": "string"},
@@ -154,7 +161,7 @@ CASES = [
         {"rule": "self != 'oldSelf'"},
         "oldSelf",
         None,
-        ['spec.f: Invalid value: "oldSelf": failed rule: self != \'oldSelf\''],
+        ["spec.f: Invalid value: \"oldSelf\": failed rule: self != 'oldSelf'"],
     ),
     (
         "strings extension",
@@ -170,7 +177,9 @@ CASES = [
 @pytest.mark.parametrize(
     ("field", "rule", "new", "old", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
 )
-def test_rules(field: dict[str, Any], rule: dict[str, Any], new: Any, old: Any, expected: list[str]) -> None:
+def test_rules(
+    field: dict[str, Any], rule: dict[str, Any], new: Any, old: Any, expected: list[str]
+) -> None:
     assert _run(_with_rules(field, rule), new, old) == expected
 
 
@@ -182,7 +191,9 @@ LIST_MAP = {
         "type": "object",
         "required": ["name"],
         "properties": {"name": {"type": "string"}, "index": {"type": "integer"}},
-        "x-kubernetes-validations": [{"rule": "self.index == oldSelf.index", "message": "index is fixed"}],
+        "x-kubernetes-validations": [
+            {"rule": "self.index == oldSelf.index", "message": "index is fixed"}
+        ],
     },
 }
 
@@ -190,23 +201,29 @@ LIST_MAP = {
 def test_list_map_items_correlate_by_key() -> None:
     schema = StructuralSchema.compile({"type": "object", "properties": {"l": LIST_MAP}})
     old = {"l": [{"name": "a", "index": 0}, {"name": "b", "index": 1}]}
-    reordered = {"l": [{"name": "b", "index": 1}, {"name": "a", "index": 0}, {"name": "c", "index": 0}]}
+    reordered = {
+        "l": [{"name": "b", "index": 1}, {"name": "a", "index": 0}, {"name": "c", "index": 0}]
+    }
     assert schema.validate(reordered, old) == []
     changed = {"l": [{"name": "b", "index": 2}, {"name": "a", "index": 0}]}
-    assert [c.render() for c in schema.validate(changed, old)] == ["l[0]: Invalid value: index is fixed"]
+    assert [c.render() for c in schema.validate(changed, old)] == [
+        "l[0]: Invalid value: index is fixed"
+    ]
 
 
 def test_rules_are_skipped_after_blocking_errors() -> None:
     schema = _with_rules({"type": "integer", "enum": [1, 2]}, {"rule": "self == 1"})
     assert _run(schema, 3) == [
-        "spec.f: Unsupported value: 3: supported values: \"1\", \"2\"",
+        'spec.f: Unsupported value: 3: supported values: "1", "2"',
         "<nil>: Invalid value: null: some validation rules were not checked because the object "
         "was invalid; correct the existing errors to complete validation",
     ]
 
 
 def test_non_blocking_errors_still_run_rules() -> None:
-    schema = _with_rules({"type": "integer", "minimum": 0}, {"rule": "self % 2 == 0", "message": "even"})
+    schema = _with_rules(
+        {"type": "integer", "minimum": 0}, {"rule": "self % 2 == 0", "message": "even"}
+    )
     assert _run(schema, -1) == [
         "spec.f: Invalid value: -1: spec.f in body should be greater than or equal to 0",
         "spec.f: Invalid value: -1: even",
@@ -223,9 +240,15 @@ def test_root_rule_sees_only_name_in_metadata() -> None:
     schema = StructuralSchema.compile(
         {
             "type": "object",
-            "properties": {"metadata": {"type": "object"}, "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+            "properties": {
+                "metadata": {"type": "object"},
+                "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+            },
             "x-kubernetes-validations": [
-                {"rule": "self.metadata.name.startsWith('cd-')", "message": "name must start with cd-"},
+                {
+                    "rule": "self.metadata.name.startsWith('cd-')",
+                    "message": "name must start with cd-",
+                },
                 {"rule": "!has(self.metadata.labels)", "message": "labels are not visible"},
             ],
         }

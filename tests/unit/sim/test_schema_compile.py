@@ -10,7 +10,10 @@ from computedomain.sim.apiserver.schema import SchemaError, StructuralSchema
 
 
 def _spec(field: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "object", "properties": {"spec": {"type": "object", "properties": {"f": field}}}}
+    return {
+        "type": "object",
+        "properties": {"spec": {"type": "object", "properties": {"f": field}}},
+    }
 
 
 F = "openAPIV3Schema.properties[spec].properties[f]"
@@ -22,16 +25,31 @@ BAD = [
     ("unknown keyword", _spec({"type": "string", "maxlength": 3}), f"{F}.maxlength: Forbidden"),
     (
         "properties with additionalProperties schema",
-        _spec({"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": {"type": "string"}}),
-        f"{F}.additionalProperties: Forbidden: additionalProperties and properties are mutual exclusive",
+        _spec(
+            {
+                "type": "object",
+                "properties": {"a": {"type": "string"}},
+                "additionalProperties": {"type": "string"},
+            }
+        ),
+        f"{F}.additionalProperties: Forbidden: "
+        f"additionalProperties and properties are mutual exclusive",
     ),
     (
         "additionalProperties at the root",
         {"type": "object", "additionalProperties": {"type": "string"}},
         "openAPIV3Schema.additionalProperties: Forbidden: must not be used at the root",
     ),
-    ("look-ahead pattern", _spec({"type": "string", "pattern": "^(?=a)"}), f"{F}.pattern: Invalid value"),
-    ("backreference pattern", _spec({"type": "string", "pattern": "(a)\\1"}), f"{F}.pattern: Invalid value"),
+    (
+        "look-ahead pattern",
+        _spec({"type": "string", "pattern": "^(?=a)"}),
+        f"{F}.pattern: Invalid value",
+    ),
+    (
+        "backreference pattern",
+        _spec({"type": "string", "pattern": "(a)\\1"}),
+        f"{F}.pattern: Invalid value",
+    ),
     ("broken pattern", _spec({"type": "string", "pattern": "[a-"}), f"{F}.pattern: Invalid value"),
     (
         "list-map without keys",
@@ -48,7 +66,8 @@ BAD = [
                 "items": {"type": "object", "properties": {"name": {"type": "string"}}},
             }
         ),
-        f'{F}.x-kubernetes-list-map-keys[0]: Invalid value: "name": must be required or have a default',
+        f"{F}.x-kubernetes-list-map-keys[0]: Invalid value: "
+        f'"name": must be required or have a default',
     ),
     (
         "list-map keys without list-type map",
@@ -88,7 +107,12 @@ BAD = [
     ),
     (
         "messageExpression that does not compile",
-        _spec({"type": "string", "x-kubernetes-validations": [{"rule": "true", "messageExpression": "1 +"}]}),
+        _spec(
+            {
+                "type": "string",
+                "x-kubernetes-validations": [{"rule": "true", "messageExpression": "1 +"}],
+            }
+        ),
         f"{F}.x-kubernetes-validations[0].messageExpression: Invalid value",
     ),
     (
@@ -98,19 +122,33 @@ BAD = [
     ),
     (
         "fieldPath to nowhere",
-        _spec({"type": "object", "properties": {"a": {"type": "string"}}, "x-kubernetes-validations": [{"rule": "true", "fieldPath": ".b"}]}),
+        _spec(
+            {
+                "type": "object",
+                "properties": {"a": {"type": "string"}},
+                "x-kubernetes-validations": [{"rule": "true", "fieldPath": ".b"}],
+            }
+        ),
         f"{F}.x-kubernetes-validations[0].fieldPath: Invalid value",
     ),
     (
         "metadata with more than name",
-        {"type": "object", "properties": {"metadata": {"type": "object", "properties": {"labels": {"type": "object"}}}}},
-        "openAPIV3Schema.properties[metadata]: Forbidden: must not specify anything other than name and generateName",
+        {
+            "type": "object",
+            "properties": {
+                "metadata": {"type": "object", "properties": {"labels": {"type": "object"}}}
+            },
+        },
+        "openAPIV3Schema.properties[metadata]: Forbidden: must not "
+        "specify anything other than name and generateName",
     ),
 ]
 
 
 @pytest.mark.parametrize(("schema", "expected"), [c[1:] for c in BAD], ids=[c[0] for c in BAD])
-def test_invalid_schemas_are_rejected_naming_the_path(schema: dict[str, Any], expected: str) -> None:
+def test_invalid_schemas_are_rejected_naming_the_path(
+    schema: dict[str, Any], expected: str
+) -> None:
     with pytest.raises(SchemaError) as info:
         StructuralSchema.compile(schema)
     assert expected in str(info.value)
@@ -119,12 +157,54 @@ def test_invalid_schemas_are_rejected_naming_the_path(schema: dict[str, Any], ex
 GOOD = [
     ("int-or-string", _spec({"x-kubernetes-int-or-string": True})),
     ("preserve unknown without type", _spec({"x-kubernetes-preserve-unknown-fields": True})),
-    ("additionalProperties true beside properties", _spec({"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": True})),
+    (
+        "additionalProperties true beside properties",
+        _spec(
+            {
+                "type": "object",
+                "properties": {"a": {"type": "string"}},
+                "additionalProperties": True,
+            }
+        ),
+    ),
     ("allOf value validations need no type", _spec({"type": "integer", "allOf": [{"minimum": 1}]})),
-    ("list-map key with a default", _spec({"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["p"], "items": {"type": "object", "properties": {"p": {"type": "string", "default": "TCP"}}}})),
-    ("metadata name constraints", {"type": "object", "properties": {"metadata": {"type": "object", "properties": {"name": {"type": "string", "maxLength": 10}}}}}),
-    ("fieldPath with brackets", _spec({"type": "object", "properties": {"x": {"type": "object", "properties": {"a.b": {"type": "string"}}}}, "x-kubernetes-validations": [{"rule": "true", "fieldPath": ".x['a.b']"}]})),
-]  # fmt: skip
+    (
+        "list-map key with a default",
+        _spec(
+            {
+                "type": "array",
+                "x-kubernetes-list-type": "map",
+                "x-kubernetes-list-map-keys": ["p"],
+                "items": {
+                    "type": "object",
+                    "properties": {"p": {"type": "string", "default": "TCP"}},
+                },
+            }
+        ),
+    ),
+    (
+        "metadata name constraints",
+        {
+            "type": "object",
+            "properties": {
+                "metadata": {
+                    "type": "object",
+                    "properties": {"name": {"type": "string", "maxLength": 10}},
+                }
+            },
+        },
+    ),
+    (
+        "fieldPath with brackets",
+        _spec(
+            {
+                "type": "object",
+                "properties": {"x": {"type": "object", "properties": {"a.b": {"type": "string"}}}},
+                "x-kubernetes-validations": [{"rule": "true", "fieldPath": ".x['a.b']"}],
+            }
+        ),
+    ),
+]
 
 
 @pytest.mark.parametrize("schema", [c[1] for c in GOOD], ids=[c[0] for c in GOOD])

@@ -41,12 +41,16 @@ SCHEMA = StructuralSchema.compile(
                     "freeWithKnown": {
                         "type": "object",
                         "x-kubernetes-preserve-unknown-fields": True,
-                        "properties": {"known": {"type": "object", "properties": {"a": {"type": "string"}}}},
+                        "properties": {
+                            "known": {"type": "object", "properties": {"a": {"type": "string"}}}
+                        },
                     },
                     "template": {
                         "type": "object",
                         "x-kubernetes-embedded-resource": True,
-                        "properties": {"spec": {"type": "object", "properties": {"x": {"type": "string"}}}},
+                        "properties": {
+                            "spec": {"type": "object", "properties": {"x": {"type": "string"}}}
+                        },
                     },
                 },
             },
@@ -55,19 +59,74 @@ SCHEMA = StructuralSchema.compile(
 )
 
 DEFAULT_CASES = [
-    ("missing fields get defaults", {"spec": {}}, {"spec": {"replicas": 1, "nullableWithDefault": "d", "nested": {"level": "info"}}}),
-    ("present values stay", {"spec": {"replicas": 3, "nested": {"level": "debug"}}}, {"spec": {"replicas": 3, "nested": {"level": "debug"}, "nullableWithDefault": "d"}}),
-    ("null in non-nullable field with default is defaulted", {"spec": {"replicas": None}}, {"spec": {"replicas": 1, "nullableWithDefault": "d", "nested": {"level": "info"}}}),
-    ("null in nullable field stays", {"spec": {"nullableWithDefault": None}}, {"spec": {"nullableWithDefault": None, "replicas": 1, "nested": {"level": "info"}}}),
-    ("null in non-nullable field without default is dropped", {"spec": {"plain": None}}, {"spec": {"replicas": 1, "nullableWithDefault": "d", "nested": {"level": "info"}}}),
-    ("no defaults under an absent parent", {"spec": {"optional": {}}}, {"spec": {"optional": {"inner": 7}, "replicas": 1, "nullableWithDefault": "d", "nested": {"level": "info"}}}),
-    ("defaults inside array items", {"spec": {"items": [{"name": "a"}, {"name": "b", "mode": "All"}]}}, {"spec": {"items": [{"name": "a", "mode": "Single"}, {"name": "b", "mode": "All"}], "replicas": 1, "nullableWithDefault": "d", "nested": {"level": "info"}}}),
-    ("defaults inside map values", {"spec": {"byName": {"x": {}}}}, {"spec": {"byName": {"x": {"mode": "Single"}}, "replicas": 1, "nullableWithDefault": "d", "nested": {"level": "info"}}}),
+    (
+        "missing fields get defaults",
+        {"spec": {}},
+        {"spec": {"replicas": 1, "nullableWithDefault": "d", "nested": {"level": "info"}}},
+    ),
+    (
+        "present values stay",
+        {"spec": {"replicas": 3, "nested": {"level": "debug"}}},
+        {"spec": {"replicas": 3, "nested": {"level": "debug"}, "nullableWithDefault": "d"}},
+    ),
+    (
+        "null in non-nullable field with default is defaulted",
+        {"spec": {"replicas": None}},
+        {"spec": {"replicas": 1, "nullableWithDefault": "d", "nested": {"level": "info"}}},
+    ),
+    (
+        "null in nullable field stays",
+        {"spec": {"nullableWithDefault": None}},
+        {"spec": {"nullableWithDefault": None, "replicas": 1, "nested": {"level": "info"}}},
+    ),
+    (
+        "null in non-nullable field without default is dropped",
+        {"spec": {"plain": None}},
+        {"spec": {"replicas": 1, "nullableWithDefault": "d", "nested": {"level": "info"}}},
+    ),
+    (
+        "no defaults under an absent parent",
+        {"spec": {"optional": {}}},
+        {
+            "spec": {
+                "optional": {"inner": 7},
+                "replicas": 1,
+                "nullableWithDefault": "d",
+                "nested": {"level": "info"},
+            }
+        },
+    ),
+    (
+        "defaults inside array items",
+        {"spec": {"items": [{"name": "a"}, {"name": "b", "mode": "All"}]}},
+        {
+            "spec": {
+                "items": [{"name": "a", "mode": "Single"}, {"name": "b", "mode": "All"}],
+                "replicas": 1,
+                "nullableWithDefault": "d",
+                "nested": {"level": "info"},
+            }
+        },
+    ),
+    (
+        "defaults inside map values",
+        {"spec": {"byName": {"x": {}}}},
+        {
+            "spec": {
+                "byName": {"x": {"mode": "Single"}},
+                "replicas": 1,
+                "nullableWithDefault": "d",
+                "nested": {"level": "info"},
+            }
+        },
+    ),
     ("no spec, no spec defaults", {"kind": "X"}, {"kind": "X"}),
-]  # fmt: skip
+]
 
 
-@pytest.mark.parametrize(("obj", "expected"), [c[1:] for c in DEFAULT_CASES], ids=[c[0] for c in DEFAULT_CASES])
+@pytest.mark.parametrize(
+    ("obj", "expected"), [c[1:] for c in DEFAULT_CASES], ids=[c[0] for c in DEFAULT_CASES]
+)
 def test_default(obj: dict[str, Any], expected: dict[str, Any]) -> None:
     before = copy.deepcopy(obj)
     assert SCHEMA.default(obj) == expected
@@ -81,17 +140,73 @@ def test_defaults_are_copies() -> None:
 
 
 PRUNE_CASES = [
-    ("unknown fields go", {"spec": {"plain": "x", "bogus": 1}, "extra": True}, {"spec": {"plain": "x"}}, ["extra", "spec.bogus"]),
-    ("root meta fields stay", {"apiVersion": "v", "kind": "K", "metadata": {"name": "n", "anything": 1}}, {"apiVersion": "v", "kind": "K", "metadata": {"name": "n", "anything": 1}}, []),
-    ("unknown inside items", {"spec": {"items": [{"name": "a", "zzz": 1}]}}, {"spec": {"items": [{"name": "a"}]}}, ["spec.items[0].zzz"]),
-    ("preserve-unknown keeps all", {"spec": {"free": {"a": {"b": [1, {"c": 2}]}}}}, {"spec": {"free": {"a": {"b": [1, {"c": 2}]}}}}, []),
-    ("known subtree under preserve-unknown is pruned", {"spec": {"freeWithKnown": {"other": 1, "known": {"a": "x", "b": "y"}}}}, {"spec": {"freeWithKnown": {"other": 1, "known": {"a": "x"}}}}, ["spec.freeWithKnown.known.b"]),
-    ("embedded resource keeps its meta fields", {"spec": {"template": {"apiVersion": "v1", "kind": "Pod", "metadata": {"labels": {"a": "b"}}, "spec": {"x": "1", "y": "2"}, "status": {}}}}, {"spec": {"template": {"apiVersion": "v1", "kind": "Pod", "metadata": {"labels": {"a": "b"}}, "spec": {"x": "1"}}}}, ["spec.template.spec.y", "spec.template.status"]),
-    ("nested meta field names are pruned", {"spec": {"optional": {"kind": "x", "inner": 1}}}, {"spec": {"optional": {"inner": 1}}}, ["spec.optional.kind"]),
-]  # fmt: skip
+    (
+        "unknown fields go",
+        {"spec": {"plain": "x", "bogus": 1}, "extra": True},
+        {"spec": {"plain": "x"}},
+        ["extra", "spec.bogus"],
+    ),
+    (
+        "root meta fields stay",
+        {"apiVersion": "v", "kind": "K", "metadata": {"name": "n", "anything": 1}},
+        {"apiVersion": "v", "kind": "K", "metadata": {"name": "n", "anything": 1}},
+        [],
+    ),
+    (
+        "unknown inside items",
+        {"spec": {"items": [{"name": "a", "zzz": 1}]}},
+        {"spec": {"items": [{"name": "a"}]}},
+        ["spec.items[0].zzz"],
+    ),
+    (
+        "preserve-unknown keeps all",
+        {"spec": {"free": {"a": {"b": [1, {"c": 2}]}}}},
+        {"spec": {"free": {"a": {"b": [1, {"c": 2}]}}}},
+        [],
+    ),
+    (
+        "known subtree under preserve-unknown is pruned",
+        {"spec": {"freeWithKnown": {"other": 1, "known": {"a": "x", "b": "y"}}}},
+        {"spec": {"freeWithKnown": {"other": 1, "known": {"a": "x"}}}},
+        ["spec.freeWithKnown.known.b"],
+    ),
+    (
+        "embedded resource keeps its meta fields",
+        {
+            "spec": {
+                "template": {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {"labels": {"a": "b"}},
+                    "spec": {"x": "1", "y": "2"},
+                    "status": {},
+                }
+            }
+        },
+        {
+            "spec": {
+                "template": {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {"labels": {"a": "b"}},
+                    "spec": {"x": "1"},
+                }
+            }
+        },
+        ["spec.template.spec.y", "spec.template.status"],
+    ),
+    (
+        "nested meta field names are pruned",
+        {"spec": {"optional": {"kind": "x", "inner": 1}}},
+        {"spec": {"optional": {"inner": 1}}},
+        ["spec.optional.kind"],
+    ),
+]
 
 
-@pytest.mark.parametrize(("obj", "expected", "unknown"), [c[1:] for c in PRUNE_CASES], ids=[c[0] for c in PRUNE_CASES])
+@pytest.mark.parametrize(
+    ("obj", "expected", "unknown"), [c[1:] for c in PRUNE_CASES], ids=[c[0] for c in PRUNE_CASES]
+)
 def test_prune(obj: dict[str, Any], expected: dict[str, Any], unknown: list[str]) -> None:
     before = copy.deepcopy(obj)
     found: list[str] = []

@@ -125,13 +125,13 @@ CASES = [
         "pattern",
         {"type": "string", "pattern": "^[a-z]+$"},
         "Abc",
-        ['spec.f: Invalid value: "Abc": spec.f in body should match \'^[a-z]+$\''],
+        ["spec.f: Invalid value: \"Abc\": spec.f in body should match '^[a-z]+$'"],
     ),
     (
         "pattern $ does not match before a trailing newline",
         {"type": "string", "pattern": "^[a-z]+$"},
         "abc\n",
-        ['spec.f: Invalid value: "abc\\n": spec.f in body should match \'^[a-z]+$\''],
+        ["spec.f: Invalid value: \"abc\\n\": spec.f in body should match '^[a-z]+$'"],
     ),
     ("pattern is a search", {"type": "string", "pattern": "b"}, "abc", []),
     (
@@ -234,7 +234,11 @@ CASES = [
                 "properties": {"port": {"type": "integer"}, "protocol": {"type": "string"}},
             },
         },
-        [{"port": 80, "protocol": "TCP"}, {"port": 80, "protocol": "UDP"}, {"port": 80, "protocol": "TCP"}],
+        [
+            {"port": 80, "protocol": "TCP"},
+            {"port": 80, "protocol": "UDP"},
+            {"port": 80, "protocol": "TCP"},
+        ],
         ['spec.f[2]: Duplicate value: {"port":80,"protocol":"TCP"}'],
     ),
     (
@@ -245,14 +249,20 @@ CASES = [
     ),
     (
         "list-set keeps types apart",
-        {"type": "array", "x-kubernetes-list-type": "set", "items": {"x-kubernetes-int-or-string": True}},
+        {
+            "type": "array",
+            "x-kubernetes-list-type": "set",
+            "items": {"x-kubernetes-int-or-string": True},
+        },
         [1, "1"],
         [],
     ),
 ]
 
 
-@pytest.mark.parametrize(("field", "value", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(
+    ("field", "value", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
 def test_validation_wording(field: dict[str, Any], value: Any, expected: list[str]) -> None:
     assert _messages(field, value) == expected
 
@@ -285,7 +295,9 @@ def test_causes_are_ordered_depth_first_in_schema_order() -> None:
     ids=["null", "int", "str", "list", "list-of-null", "null-spec", "list-spec", "odd-type"],
 )
 def test_validate_never_raises_on_bad_shapes(value: Any) -> None:
-    schema = _schema({"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}})
+    schema = _schema(
+        {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}}
+    )
     assert isinstance(schema.validate(value, value), list)
 
 
@@ -341,7 +353,9 @@ def test_ratcheting_correlates_list_map_items_by_key() -> None:
 
 
 def test_list_type_errors_ratchet_when_the_old_object_had_them() -> None:
-    schema = _schema({"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}})
+    schema = _schema(
+        {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}}
+    )
     old = {"spec": {"f": ["a", "a"]}}
     assert schema.validate({"spec": {"f": ["a", "a", "b"]}}, old) == []
     assert len(schema.validate({"spec": {"f": ["a", "a", "b"]}}, None)) == 1
