@@ -58,20 +58,33 @@ def is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
+_PY_TYPES: Final = {
+    "object": dict,
+    "array": list,
+    "string": str,
+    "integer": int,
+    "number": float,
+    "boolean": bool,
+}
+
+
 def _type_part(node: Node) -> _Part | None:
     if not node.type and not node.int_or_string:
         return None
     allowed: set[str] = {"integer", "string"} if node.int_or_string else {node.type}
     if "number" in allowed:
         allowed.add("integer")
+    # type(True) is bool, so bools never pass as integers here.
+    fast = frozenset(_PY_TYPES[t] for t in allowed)
     name = node.type_name
     accepts_integral_float = "integer" in allowed
+    nullable = node.nullable
 
     def check(value: Any, path: str, out: list[FieldCause]) -> None:
+        if type(value) in fast or (value is None and nullable):
+            return
         actual = json_type(value)
         if actual in allowed:
-            return
-        if value is None and node.nullable:
             return
         if actual == "number" and accepts_integral_float and float(value).is_integer():
             return
