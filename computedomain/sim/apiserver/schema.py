@@ -24,7 +24,11 @@ from computedomain.sim.apiserver.schema_cel import compile_cel_checks
 from computedomain.sim.apiserver.schema_defaults import compile_defaulter, compile_pruner
 from computedomain.sim.apiserver.schema_listtype import compile_list_checks
 from computedomain.sim.apiserver.schema_nodes import Node, SchemaError, parse
-from computedomain.sim.apiserver.schema_validators import NO_OLD, compile_checks
+from computedomain.sim.apiserver.schema_validators import (
+    NO_OLD,
+    compile_checks,
+    prefixed_field_namer,
+)
 from computedomain.sim.apiserver.status import FieldCause
 
 __all__ = ["SchemaError", "StructuralSchema"]
@@ -33,7 +37,7 @@ __all__ = ["SchemaError", "StructuralSchema"]
 class StructuralSchema:
     """A compiled CRD version schema. Immutable after :meth:`compile`; safe to share."""
 
-    __slots__ = ("_cel", "_check", "_default", "_list_check", "_prune", "node")
+    __slots__ = ("_cel", "_check", "_default", "_list_check", "_prune", "_status_check", "node")
 
     def __init__(self, node: Node) -> None:
         self.node = node
@@ -42,6 +46,10 @@ class StructuralSchema:
         self._cel = compile_cel_checks(node)
         self._default = compile_defaulter(node)
         self._prune = compile_pruner(node, root=True)
+        status = node.properties.get("status")
+        self._status_check = (
+            compile_checks(status, prefixed_field_namer("status")) if status is not None else None
+        )
 
     @classmethod
     def compile(
@@ -76,7 +84,9 @@ class StructuralSchema:
             unknown.extend(sorted(found))
         return result if isinstance(result, dict) else obj
 
-    def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldCause]:
+    def validate(
+        self, obj: dict[str, Any], old: dict[str, Any] | None, *, subresource: str = ""
+    ) -> list[FieldCause]:
         """The reasons ``obj`` is invalid (empty when valid); pure, never raises on bad data.
 
         ``old`` is the stored object on update (``None`` on create): it enables transition rules
@@ -84,10 +94,19 @@ class StructuralSchema:
         list-type duplicates, then CEL rules, which are skipped with the "some validation rules
         were not checked" cause when a type, required, enum or size error exists, as
         kube-apiserver does.
+
+        ``subresource="status"`` validates a status update as kube-apiserver does: the OpenAPI
+        pass covers only ``status`` (messages relative to it, fields under ``status.``), the
+        list-type and CEL passes the whole object.
         """
         out: list[FieldCause] = []
         old_value = NO_OLD if old is None else old
-        self._check(obj, old_value, "", out)
+        if subresource == "status":
+            if self._status_check is not None and isinstance(obj, dict) and "status" in obj:
+                old_status = old.get("status", NO_OLD) if isinstance(old, dict) else NO_OLD
+                self._status_check(obj["status"], old_status, "", out)
+        else:
+            self._check(obj, old_value, "", out)
         if self._list_check is not None:
             old_list_errors: list[FieldCause] = []
             if old is not None:

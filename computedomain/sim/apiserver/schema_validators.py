@@ -24,6 +24,7 @@ from computedomain.sim.apiserver.status import FieldCause
 
 NO_OLD: Final = object()  # no correlated old value (create, or not correlatable)
 Check = Callable[[Any, Any, str, list[FieldCause]], None]
+FieldNamer = Callable[[str], str]
 _Part = Callable[[Any, str, list[FieldCause]], None]
 _INT32: Final = (-(2**31), 2**31 - 1)
 
@@ -50,6 +51,14 @@ def field_name(path: str) -> str:
     return path or "<nil>"
 
 
+def prefixed_field_namer(prefix: str) -> FieldNamer:
+    """Field names under ``prefix`` (``status``) for a subresource's schema: kube-openapi words
+    the message relative to the subresource, the field path includes it."""
+    if not prefix:
+        return field_name
+    return lambda path: f"{prefix}.{path}" if path else prefix
+
+
 def child_path(path: str, name: str) -> str:
     return f"{path}.{name}" if path else name
 
@@ -68,7 +77,7 @@ _PY_TYPES: Final = {
 }
 
 
-def _type_part(node: Node) -> _Part | None:
+def _type_part(node: Node, fname: FieldNamer) -> _Part | None:
     if not node.type and not node.int_or_string:
         return None
     allowed: set[str] = {"integer", "string"} if node.int_or_string else {node.type}
@@ -89,12 +98,12 @@ def _type_part(node: Node) -> _Part | None:
         if actual == "number" and accepts_integral_float and float(value).is_integer():
             return
         detail = msg.in_body(path, f"must be of type {name}: {msg.go_quote(actual)}")
-        out.append(msg.type_invalid(field_name(path), actual, detail))
+        out.append(msg.type_invalid(fname(path), actual, detail))
 
     return check
 
 
-def _enum_part(node: Node) -> _Part | None:
+def _enum_part(node: Node, fname: FieldNamer) -> _Part | None:
     if not node.enum:
         return None
     values = node.enum
@@ -103,7 +112,7 @@ def _enum_part(node: Node) -> _Part | None:
         for candidate in values:
             if json_equal(value, candidate):
                 return
-        out.append(msg.not_supported(field_name(path), value, values))
+        out.append(msg.not_supported(fname(path), value, values))
 
     return check
 
@@ -123,7 +132,7 @@ def json_equal(a: Any, b: Any) -> bool:
     return (type(a) is type(b) and a == b) or (is_number(a) and is_number(b) and a == b)
 
 
-def _string_part(node: Node) -> _Part | None:
+def _string_part(node: Node, fname: FieldNamer) -> _Part | None:
     max_len, min_len, pattern = node.max_length, node.min_length, node.pattern
     fmt = FORMATS.get(node.format)
     if max_len is None and min_len is None and pattern is None and fmt is None:
@@ -132,7 +141,7 @@ def _string_part(node: Node) -> _Part | None:
     format_name = node.format
 
     def check(value: str, path: str, out: list[FieldCause]) -> None:
-        field = field_name(path)
+        field = fname(path)
         if max_len is not None and len(value) > max_len:
             out.append(msg.too_long(field, max_len))
         elif min_len is not None and len(value) < min_len:
@@ -154,7 +163,7 @@ def _bound_text(value: Any, bound: float) -> str:
     return msg.go_float(float(bound))
 
 
-def _number_part(node: Node) -> _Part | None:
+def _number_part(node: Node, fname: FieldNamer) -> _Part | None:
     minimum, maximum, multiple = node.minimum, node.maximum, node.multiple_of
     ex_min, ex_max = node.exclusive_minimum, node.exclusive_maximum
     int32 = node.type == "integer" and node.format == "int32"
@@ -162,10 +171,10 @@ def _number_part(node: Node) -> _Part | None:
         return None
 
     def check(value: float, path: str, out: list[FieldCause]) -> None:
-        field = field_name(path)
+        field = fname(path)
         if int32 and isinstance(value, int) and not _INT32[0] <= value <= _INT32[1]:
             detail = f"Checked value must be of type integer with format int32 in {path}"
-            out.append(msg.invalid("<nil>", "", detail))
+            out.append(msg.invalid(fname(""), "", detail))
         if multiple is not None and not _is_multiple(value, multiple):
             detail = msg.in_body(path, f"should be a multiple of {_bound_text(value, multiple)}")
             out.append(msg.invalid(field, value, detail))
@@ -188,18 +197,18 @@ def _is_multiple(value: float, factor: float) -> bool:
     return math.isfinite(ratio) and float(ratio).is_integer()
 
 
-def compile_checks(node: Node) -> Check:
+def compile_checks(node: Node, fname: FieldNamer = field_name) -> Check:
     """The validator closure of ``node`` (and, recursively, of its children); pure to call.
 
     The closure appends :class:`FieldCause` objects to ``out`` and never raises on bad data.
     """
-    type_part = _type_part(node)
-    enum_part = _enum_part(node)
-    string_part = _string_part(node)
-    number_part = _number_part(node)
-    all_of = tuple(compile_checks(sub) for sub in node.all_of)
-    array_part = _array_part(node)
-    object_part = _object_part(node)
+    type_part = _type_part(node, fname)
+    enum_part = _enum_part(node, fname)
+    string_part = _string_part(node, fname)
+    number_part = _number_part(node, fname)
+    all_of = tuple(compile_checks(sub, fname) for sub in node.all_of)
+    array_part = _array_part(node, fname)
+    object_part = _object_part(node, fname)
 
     def check(value: Any, old: Any, path: str, out: list[FieldCause]) -> None:
         if old is not NO_OLD and json_equal(value, old):
@@ -236,8 +245,8 @@ def correlate_list(node: Node, old: Any) -> dict[tuple[Any, ...], Any] | None:
     return {tuple(item.get(k) for k in keys): item for item in old if isinstance(item, dict)}
 
 
-def _array_part(node: Node) -> Check | None:
-    items = compile_checks(node.items) if node.items is not None else None
+def _array_part(node: Node, fname: FieldNamer) -> Check | None:
+    items = compile_checks(node.items, fname) if node.items is not None else None
     min_items, max_items, unique = node.min_items, node.max_items, node.unique_items
     keys = node.list_map_keys
     if items is None and min_items is None and max_items is None and not unique:
@@ -251,7 +260,7 @@ def _array_part(node: Node) -> Check | None:
                 if old_items is not None and isinstance(item, dict):
                     old_item = old_items.get(tuple(item.get(k) for k in keys), NO_OLD)
                 items(item, old_item, f"{path}[{i}]", out)
-        field = field_name(path)
+        field = fname(path)
         if min_items is not None and len(value) < min_items:
             detail = msg.in_body(path, f"should have at least {min_items} items")
             out.append(msg.invalid(field, len(value), detail))
@@ -267,9 +276,9 @@ def _has_duplicates(value: list[Any]) -> bool:
     return any(json_equal(a, b) for i, a in enumerate(value) for b in value[i + 1 :])
 
 
-def _object_part(node: Node) -> Check | None:
-    properties = tuple((name, compile_checks(sub)) for name, sub in node.properties.items())
-    additional = compile_checks(node.additional) if node.additional is not None else None
+def _object_part(node: Node, fname: FieldNamer) -> Check | None:
+    properties = tuple((name, compile_checks(sub, fname)) for name, sub in node.properties.items())
+    additional = compile_checks(node.additional, fname) if node.additional is not None else None
     forbid_unknown = not node.additional_allowed
     known = frozenset(node.properties)
     required = node.required
@@ -282,7 +291,7 @@ def _object_part(node: Node) -> Check | None:
 
     def check(value: dict[str, Any], old: Any, path: str, out: list[FieldCause]) -> None:
         old_map = old if correlatable and isinstance(old, dict) else None
-        field = field_name(path)
+        field = fname(path)
         if min_props is not None and len(value) < min_props:
             detail = msg.in_body(path, f"should have at least {min_props} properties")
             out.append(msg.invalid(field, len(value), detail))
@@ -303,6 +312,6 @@ def _object_part(node: Node) -> Check | None:
                 sub_check(value[name], old_sub, child_path(path, name), out)
         for name in required:
             if name not in value:
-                out.append(msg.required(child_path(path, name)))
+                out.append(msg.required(fname(child_path(path, name))))
 
     return check

@@ -184,3 +184,22 @@ def test_unknown_fields_are_reported_for_warnings(cd_schema: StructuralSchema) -
     body["spec"]["channel"]["mode"] = "All"
     cd_schema.prune(body, unknown=unknown)
     assert unknown == ["spec.channel.mode", "spec.numNode"]
+
+
+def test_status_subresource_words_messages_relative_to_status(cd_schema: StructuralSchema) -> None:
+    old, _ = _admit(cd_schema, compute_domain())
+    new = copy.deepcopy(old)
+    new["spec"]["numNodes"] = -5  # the status subresource does not validate spec
+    new["status"] = {"status": "Ready", "nodes": [{"name": "n1", "cliqueID": "", "index": "x"}]}
+    causes = [c.render() for c in cd_schema.validate(new, old, subresource="status")]
+    assert causes == [
+        'status.nodes[0].index: Invalid value: "string": nodes[0].index in body must be of type '
+        'integer: "string"',
+        "status.nodes[0].ipAddress: Required value",
+        NOT_CHECKED,
+    ]
+    new["status"] = {"nodes": []}
+    assert [c.render() for c in cd_schema.validate(new, old, subresource="status")] == [
+        "status.status: Required value",
+        NOT_CHECKED,
+    ]
