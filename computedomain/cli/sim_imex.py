@@ -1,6 +1,6 @@
 """``computedomain sim imex-path``: print a directory holding the IMEX stand-in executables.
 
-Registered in :mod:`computedomain.cli.main` under the ``sim`` group; calls
+Registered by :mod:`computedomain.cli.main` (``COMMAND_MODULES``) in the ``sim`` group; calls
 :func:`computedomain.sim.imex.wrappers.ensure`. Put the printed directory first on a daemon's
 ``PATH`` to run it against the stand-ins instead of the real ``nvidia-imex``.
 """
@@ -9,17 +9,18 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from computedomain.sim.imex import wrappers
 
+if TYPE_CHECKING:
+    from computedomain.cli.main import Commands
 
-def register(sim_commands: Any) -> None:
-    """Add ``imex-path`` to the ``sim`` sub-command group (an argparse sub-parsers object)."""
-    parser: argparse.ArgumentParser = sim_commands.add_parser(
-        "imex-path",
-        help="print a directory with nvidia-imex and nvidia-imex-ctl stand-ins",
-        description=__doc__,
+
+def register(commands: Commands) -> None:
+    sim = commands.group("sim", "the embedded simulated cluster")
+    parser = sim.add(
+        "imex-path", "print a directory with nvidia-imex and nvidia-imex-ctl stand-ins", run
     )
     parser.add_argument(
         "--root",
@@ -27,7 +28,6 @@ def register(sim_commands: Any) -> None:
         default=None,
         help="where to create it (default: $XDG_CACHE_HOME/computedomain)",
     )
-    parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
