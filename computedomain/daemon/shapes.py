@@ -84,12 +84,20 @@ def _with_change(items: list[Any], planned: Planned, node_name: str, key: str) -
 class Shape(Protocol):
     """Where one daemon's membership list lives and how it is written."""
 
-    resource: resources.Resource
-    namespace: str
-    name: str
-    scope: Scope
-    can_create: bool
-    short_kind: str  # how upstream's log lines name the object
+    @property
+    def resource(self) -> resources.Resource: ...
+    @property
+    def namespace(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def scope(self) -> Scope: ...
+    @property
+    def can_create(self) -> bool: ...
+    @property
+    def short_kind(self) -> str:
+        """How upstream's log lines name the object."""
+        ...
 
     def entries(self, obj: Mapping[str, Any]) -> tuple[DaemonInfo, ...]:
         """The list, leniently parsed, in list order. Pure."""

@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import random
 from pathlib import Path
+from typing import Any
 
 from computedomain.daemon import modes
 from computedomain.daemon.assembly import Parts, assemble
@@ -69,7 +70,7 @@ class HollowDaemon:
 
     @classmethod
     async def connect(
-        cls, url: str, token: str, identity: Identity, directory: Path, **kw: object
+        cls, url: str, token: str, identity: Identity, directory: Path, **kw: Any
     ) -> HollowDaemon:
         """A daemon with its own API client (its own connection pool), as a real one has."""
         api = await connect(ClientConfig(url=url, token=token, user_agent="hollow-daemon"))
