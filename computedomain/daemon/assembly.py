@@ -76,9 +76,6 @@ def assemble(
     cache = LatestObject()
     registrar = Registrar(api, shape, index_policy, cached=cache.get, rng=rng)
     mailbox: Mailbox[Snapshot] = Mailbox()
-    loop = MembershipLoop(
-        registrar, cache, identity, publish=mailbox.put, blocked=blocked, report=report, rng=rng
-    )
     membership_informer = Informer(
         api,
         shape.resource,
@@ -86,6 +83,17 @@ def assemble(
         field_selector=f"metadata.name={shape.name}",
         resync_period=resync_period,
         name=f"{shape.resource.plural}/{shape.name}",
+    )
+    loop = MembershipLoop(
+        registrar,
+        cache,
+        identity,
+        publish=mailbox.put,
+        # Once the watch has listed, an absent object is known to be absent: no GET needed.
+        listed=lambda: membership_informer.has_synced,
+        blocked=blocked,
+        report=report,
+        rng=rng,
     )
     membership_informer.add_handler(
         FuncHandler(

@@ -14,7 +14,8 @@ The rules (daemon.md §4.4, §8; spec README §2.2):
   node id; IP mode: the nodes file). A change restarts the child (fixes H2).
 - ``names`` is what IMEX re-resolves on SIGUSR1. A change sends SIGUSR1, but IMEX handles at
   most one per ``reload_interval`` (5 s): a change inside the window is coalesced and sent when
-  the window ends, so the last change always arrives. The window also counts from a start.
+  the window (plus a margin) ends, so the last change always arrives. The window also counts
+  from a start.
 - An unexpected exit restarts the child after 1 s, doubling to 30 s; a run that lasted
   ``stable_after`` resets the delay. A host conflict seen in the output is reported once per
   child run and blocks readiness until a later child has run for ``settle`` seconds.
@@ -51,6 +52,9 @@ class ImexInputs:
 @attrs.frozen
 class KeeperTiming:
     reload_interval: float = 5.0
+    # Added to the interval: the child's window starts when it handles a signal, a little
+    # after we send it, so signals spaced exactly ``reload_interval`` apart could be ignored.
+    reload_margin: float = 0.5
     restart_initial: float = 1.0
     restart_max: float = 30.0
     stable_after: float = 60.0
@@ -180,7 +184,8 @@ class ImexKeeper:
             await self._start(want)
             return 0
         if want.names != self._loaded.names:
-            due = self._last_reload + self.timing.reload_interval - now
+            spacing = self.timing.reload_interval + self.timing.reload_margin
+            due = self._last_reload + spacing - now
             if due > 0:
                 return due if timer is None else min(due, timer)
             if proc.send(signal.SIGUSR1):

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from computedomain.api.errors import ConfigError
 from computedomain.daemon import check, config
-from computedomain.runtime import logs, supervisor
+from computedomain.runtime import logs
 from computedomain.runtime.flags import FlagSet
 
 PROG = "cd-imex-daemon"
@@ -71,8 +71,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 1
         return 0
     # Imported here: the probe above runs every second during startup and must not pay for
-    # loading the API client.
+    # loading asyncio and the API client.
     from computedomain.daemon import runner  # noqa: PLC0415
+    from computedomain.runtime import supervisor  # noqa: PLC0415
 
     return supervisor.run(lambda: runner.main(settings))
 

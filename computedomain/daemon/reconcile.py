@@ -84,6 +84,7 @@ class MembershipLoop:
         identity: Identity,
         *,
         publish: Callable[[Snapshot], None],
+        listed: Callable[[], bool] = lambda: False,
         blocked: Callable[[], bool] = lambda: False,
         report: Callable[[ComputeDomainError], None] = lambda _: None,
         rng: random.Random | None = None,
@@ -93,6 +94,7 @@ class MembershipLoop:
         self.cache = cache
         self.identity = identity
         self._publish = publish
+        self._listed = listed
         self._blocked = blocked
         self._report = report
         self._rng = rng or random.Random()
@@ -104,6 +106,7 @@ class MembershipLoop:
         self._last_index: int | None = None
         self._failures = 0
         self._rejected_rv: int | None = None
+        self._parsed: tuple[Mapping[str, Any] | None, tuple[DaemonInfo, ...]] = (None, ())
         self.registered = asyncio.Event()  # set once the own entry has been written
 
     # --- inputs (watch handlers call these; they never block) ---------------------------------
@@ -136,6 +139,12 @@ class MembershipLoop:
             self._wake.clear()
             delay = await self.step()
 
+    def entries(self, obj: Mapping[str, Any]) -> tuple[DaemonInfo, ...]:
+        """``obj``'s list, parsed once per object (events outnumber writes by far)."""
+        if self._parsed[0] is not obj:
+            self._parsed = (obj, self.shape.entries(obj))
+        return self._parsed[1]
+
     async def step(self) -> float | None:
         """One pass; returns when to pass again (None: on the next event, 0: at once)."""
         obj = self.cache.get()
@@ -144,7 +153,7 @@ class MembershipLoop:
         if op is None:
             return None
         try:
-            outcome = await self.registrar.apply(op)
+            outcome = await self.registrar.apply(op, known=self._listed())
         except membership.Superseded as exc:
             log.warning("Not writing the own entry any more: %s", exc)
             self._superseded = True
@@ -187,7 +196,7 @@ class MembershipLoop:
                     self._rejected_rv = rv
                     log.warning("Skipping %s/%s: %s", self.shape.namespace, self.shape.name, reason)
                 return None
-            entries = self.shape.entries(obj)
+            entries = self.entries(obj)
             pos = membership.find(entries, me.node_name)
             own = entries[pos] if pos is not None else None
         if (
@@ -212,7 +221,7 @@ class MembershipLoop:
     def _publish_snapshot(self, obj: Mapping[str, Any] | None) -> None:
         if obj is None or self.shape.rejects(obj) is not None:
             return
-        snapshot = Snapshot(self.shape.entries(obj), self.shape.num_nodes(obj))
+        snapshot = Snapshot(self.entries(obj), self.shape.num_nodes(obj))
         if snapshot != self._published:
             self._published = snapshot
             self._publish(snapshot)

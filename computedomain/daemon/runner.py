@@ -24,7 +24,7 @@ from computedomain.daemon import hostconflict, imexconfig, modes, pod
 from computedomain.daemon.assembly import assemble
 from computedomain.daemon.config import DaemonConfig
 from computedomain.daemon.events import COMPONENT, PodEvents
-from computedomain.daemon.keeper import ImexKeeper, Spawn
+from computedomain.daemon.keeper import ImexKeeper, KeeperTiming, Spawn
 from computedomain.daemon.process import ImexProcess
 from computedomain.kube.client import ClientConfig, ClientConfigError, connect
 from computedomain.kube.errors import ApiError
@@ -97,7 +97,7 @@ async def _run_domain(
     events = PodEvents(recorder, identity, context)
     keeper = ImexKeeper(
         _spawner(config),
-        timing=config.timing,
+        timing=KeeperTiming(reload_interval=config.reload_interval),
         on_finding=events.host_conflict,
         on_blocked_change=lambda: parts.loop.poke(),  # noqa: PLW0108 (parts comes next)
     )

@@ -14,7 +14,6 @@ cannot parse, survive our writes untouched.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any, Protocol
 
@@ -26,6 +25,8 @@ from computedomain.daemon.identity import Identity
 from computedomain.daemon.membership import Change, Planned, Scope, find
 from computedomain.kube import resources
 from computedomain.kube.rest import Api
+
+_STATUSES = {status.value: status for status in Status}
 
 
 def _text(value: Any) -> str:
@@ -46,7 +47,7 @@ def lenient_entry(raw: Mapping[str, Any], key: str) -> DaemonInfo:
         ip_address=_text(raw.get("ipAddress")),
         clique_id=_text(raw.get("cliqueID")),
         index=index if isinstance(index, int) and not isinstance(index, bool) else -1,
-        status=Status(status) if status in tuple(Status) else None,
+        status=_STATUSES.get(status) if isinstance(status, str) else None,
         pod_uid=pod_uid if isinstance(pod_uid, str) and pod_uid else None,
     )
 
@@ -59,8 +60,12 @@ def _wire_entry(entry: DaemonInfo, key: str) -> dict[str, Any]:
 
 
 def _with_change(items: list[Any], planned: Planned, node_name: str, key: str) -> list[Any]:
-    """The raw list after ``planned``: only the own item changes. Pure."""
-    result = [copy.deepcopy(item) for item in items]
+    """The raw list after ``planned``: only the own item changes. Pure.
+
+    A new list; items other than the own one are the same objects as in ``items`` (never
+    mutated, only serialised), so a write costs no deep copy of the whole object.
+    """
+    result = list(items)
     pos = next(
         (i for i, it in enumerate(result) if isinstance(it, dict) and it.get(key) == node_name),
         None,
@@ -157,18 +162,20 @@ class CliqueShape:
             return f"label {names.COMPUTE_DOMAIN_LABEL}={owner!r} is not {self.identity.cd_uid}"
         return None
 
-    def _with_owner(self, metadata: dict[str, Any]) -> None:
-        if not self.identity.pod_uid:
-            return
-        refs = metadata.setdefault("ownerReferences", [])
-        if not any(r.get("uid") == self.identity.pod_uid for r in refs):
+    def _with_owner(self, metadata: dict[str, Any]) -> dict[str, Any]:
+        """``metadata`` with the own pod among the owners (a new dict, never a mutation)."""
+        refs = list(metadata.get("ownerReferences") or [])
+        if self.identity.pod_uid and not any(
+            isinstance(r, dict) and r.get("uid") == self.identity.pod_uid for r in refs
+        ):
             refs.append(self.identity.owner_reference())
+        return {**metadata, "ownerReferences": refs} if refs else dict(metadata)
 
     def body(self, obj: Mapping[str, Any], planned: Planned) -> dict[str, Any]:
-        result = copy.deepcopy(dict(obj))
-        items = [i for i in result.get("daemons") or [] if isinstance(i, dict)]
+        result = dict(obj)  # only the changed path is copied; the rest is shared, not mutated
+        items = list(obj.get("daemons") or [])
         result["daemons"] = _with_change(items, planned, self.identity.node_name, "nodeName")
-        self._with_owner(result.setdefault("metadata", {}))
+        result["metadata"] = self._with_owner(dict(obj.get("metadata") or {}))
         return result
 
     def new_object(self, planned: Planned) -> dict[str, Any]:
@@ -180,11 +187,10 @@ class CliqueShape:
                 names.CLIQUE_LABEL: self.identity.clique_id,
             },
         }
-        self._with_owner(metadata)
         return {
             "apiVersion": names.GROUP_VERSION,
             "kind": names.CLIQUE_KIND,
-            "metadata": metadata,
+            "metadata": self._with_owner(metadata),
             "daemons": _with_change([], planned, self.identity.node_name, "nodeName"),
         }
 
@@ -228,12 +234,12 @@ class StatusShape:
         return None
 
     def body(self, obj: Mapping[str, Any], planned: Planned) -> dict[str, Any]:
-        result = copy.deepcopy(dict(obj))
-        status = result.setdefault("status", {}) or {}
-        result["status"] = status
-        items = [i for i in status.get("nodes") or [] if isinstance(i, dict)]
+        result = dict(obj)  # only the changed path is copied; the rest is shared, not mutated
+        status = dict(obj.get("status") or {})
+        items = list(status.get("nodes") or [])
         status["nodes"] = _with_change(items, planned, self.identity.node_name, "name")
         status.setdefault("status", Status.NOT_READY.value)
+        result["status"] = status
         return result
 
     def new_object(self, planned: Planned) -> dict[str, Any]:

@@ -6,8 +6,9 @@ Behaves like the real daemon where cd-imex-daemon depends on it:
   node list (names or IPs) from the nodes file, only at start;
 - resolves names through a hosts file (``--hosts-file``, else ``HOSTS_FILE``, else
   ``/etc/hosts``) at start and on SIGUSR1; SIGUSR1 is handled at most once per
-  ``SIM_IMEX_RELOAD_INTERVAL`` seconds (5 s like the real one, counted from start too); repeats
-  inside the window are ignored;
+  ``SIM_IMEX_RELOAD_INTERVAL`` seconds (5 s like the real one); repeats inside the window are
+  ignored. The signal handler is in place before the first resolution, and the wrapper script
+  ignores SIGUSR1 until then, so an early signal can neither kill it nor be lost;
 - identifies itself by matching local addresses against the resolved nodes. In the simulation
   every pod IP is a loopback alias, so "local" means the IPs given to it: the config's
   ``IMEX_CMD_BIND_INTERFACE_IP`` and ``BIND_INTERFACE_IP``, and ``POD_IP`` from the
@@ -71,7 +72,7 @@ class StandIn:
         self.port = int(config.get("SERVER_PORT") or 50000)
         self.status = status_file.Status(pid=os.getpid())
         self.reload_interval = float(os.environ.get(RELOAD_INTERVAL_ENV, "5"))
-        self.window_start = asyncio.get_running_loop().time()
+        self.last_reload = float("-inf")
         self.connectors: dict[int, asyncio.Task[None]] = {}
         self.inbound: dict[int, int] = {}
         # peer id -> the connector that has a live, verified connection to it
@@ -169,17 +170,21 @@ class StandIn:
 
     def on_sigusr1(self) -> None:
         now = asyncio.get_running_loop().time()
-        if now - self.window_start < self.reload_interval:
+        if now - self.last_reload < self.reload_interval:
             self.status.ignored_signals += 1
             print("SIGUSR1 ignored: last reload less than the interval ago", flush=True)
             self.publish()
             return
-        self.window_start = now
+        self.last_reload = now
         self.status.reloads += 1
         print("SIGUSR1: reconnecting all peers with fresh name resolution", flush=True)
         self.connect_peers(self.resolve_all())
 
     async def run(self) -> int:
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGUSR1, self.on_sigusr1)
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT):
+            loop.add_signal_handler(sig, self.stop.set)
         resolved = self.resolve_all()
         local = self.local_ips()
         own = next((i for i, ip in sorted(resolved.items()) if ip in local), None)
@@ -193,10 +198,6 @@ class StandIn:
             cmd_ip = self.config.get("IMEX_CMD_BIND_INTERFACE_IP") or resolved[own]
             cmd_port = int(self.config.get("IMEX_CMD_PORT") or 50005)
             servers.append(await asyncio.start_server(self.serve_command, cmd_ip, cmd_port))
-        loop = asyncio.get_running_loop()
-        loop.add_signal_handler(signal.SIGUSR1, self.on_sigusr1)
-        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT):
-            loop.add_signal_handler(sig, self.stop.set)
         self.status.serving = True
         self.connect_peers(resolved)
         watch = asyncio.create_task(_watch_parent(os.getppid(), self.stop))

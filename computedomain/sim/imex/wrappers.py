@@ -31,8 +31,13 @@ def default_root() -> Path:
 
 
 def script(module: str, interpreter: str) -> str:
-    """The wrapper text for ``module``. Pure."""
-    return f'#!/bin/sh\nexec {shlex.quote(interpreter)} -m {module} "$@"\n'
+    """The wrapper text for ``module``. Pure.
+
+    SIGUSR1 is ignored across the ``exec`` until the stand-in installs its own handler, so a
+    reload signal during interpreter start-up cannot kill it (the real binary starts in
+    milliseconds; Python needs a few hundred).
+    """
+    return f'#!/bin/sh\ntrap "" USR1\nexec {shlex.quote(interpreter)} -m {module} "$@"\n'
 
 
 def ensure(root: Path | None = None, interpreter: str | None = None) -> Path:

@@ -25,7 +25,9 @@ from computedomain.sim.imex import status as imex_status
 from tests.integration.daemon.cluster import Cluster
 
 DAEMON = str(Path(sys.executable).with_name("cd-imex-daemon"))
-PROBE_PERIOD = 0.3
+# Probe periods (upstream: 1 s and 10 s); shorter readiness so the tests see changes sooner.
+STARTUP_PERIOD = 1.0
+READINESS_PERIOD = 3.0
 
 
 def loopback_block() -> str:
@@ -172,13 +174,14 @@ class Domain:
         pod.kubelet = asyncio.create_task(self._kubelet(pod), name=f"kubelet-{pod.name}")
 
     async def _kubelet(self, pod: Pod) -> None:
+        """The startup probe every second until it passes, then the readiness probe."""
         ready: bool | None = None
         while pod.proc is not None and pod.proc.poll() is None:
             now = await pod.check()
             if now != ready:
                 ready = now
                 await self.cluster.set_status(pod.name, ready=ready)
-            await asyncio.sleep(PROBE_PERIOD)
+            await asyncio.sleep(READINESS_PERIOD if ready else STARTUP_PERIOD)
 
     async def stop(self, pod: Pod, sig: int = signal.SIGKILL) -> None:
         if pod.kubelet is not None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import random
 import signal
@@ -85,10 +84,15 @@ def make_node(tmp: Path, ip: str, ports: tuple[int, int], mapping: dict[str, str
     return node
 
 
-def start(node: Node, bindir: Path, **env: str) -> None:
+def start(node: Node, bindir: Path, reload_interval: str = "0.3", **env: str) -> None:
     node.proc = subprocess.Popen(
         [str(bindir / names.IMEX_BINARY), "-c", str(node.config)],
-        env={**os.environ, "HOSTS_FILE": str(node.hosts), "SIM_IMEX_RELOAD_INTERVAL": "0.3", **env},
+        env={
+            **os.environ,
+            "HOSTS_FILE": str(node.hosts),
+            "SIM_IMEX_RELOAD_INTERVAL": reload_interval,
+            **env,
+        },
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
     )
@@ -150,31 +154,23 @@ async def test_three_stand_ins_connect_to_each_other_and_answer_ready(cluster, b
 
 async def test_sigusr1_re_resolves_at_most_once_per_window(cluster, bindir) -> None:  # type: ignore[no-untyped-def]
     nodes = cluster(2)
-    start(nodes[0], bindir)
-    await eventually(lambda: (s := nodes[0].status()) is not None and s.serving)
-    assert nodes[0].proc is not None
-    # Inside the window that starts with the process: ignored, like the real IMEX.
-    nodes[0].proc.send_signal(signal.SIGUSR1)
-    await eventually(lambda: (s := nodes[0].status()) is not None and s.ignored_signals == 1)
+    node = nodes[0]
+    start(node, bindir, reload_interval="60")
+    await eventually(lambda: (s := node.status()) is not None and s.serving)
+    assert node.proc is not None
     new_ip = loopback_ips(1)[0]
-    nodes[0].hosts.write_text(
+    node.hosts.write_text(
         hostsfile.render(
-            nodes[0].hosts.read_text(), {NAMES[0]: nodes[0].ip, NAMES[1]: new_ip}, frozenset(NAMES)
+            node.hosts.read_text(), {NAMES[0]: node.ip, NAMES[1]: new_ip}, frozenset(NAMES)
         )
     )
-
-    async def reloaded() -> None:
-        while True:
-            nodes[0].proc.send_signal(signal.SIGUSR1)  # type: ignore[union-attr]
-            await asyncio.sleep(0.1)
-            state = nodes[0].status()
-            if state is not None and state.reloads == 1:
-                return
-
-    async with asyncio.timeout(10):
-        await reloaded()
-    state = nodes[0].status()
+    node.proc.send_signal(signal.SIGUSR1)
+    await eventually(lambda: (s := node.status()) is not None and s.reloads == 1)
+    node.proc.send_signal(signal.SIGUSR1)  # inside the window: ignored, like the real IMEX
+    await eventually(lambda: (s := node.status()) is not None and s.ignored_signals == 1)
+    state = node.status()
     assert state is not None
+    assert state.reloads == 1
     assert state.resolved[NAMES[1]] == new_ip
     assert state.expected == {1: new_ip}
 
