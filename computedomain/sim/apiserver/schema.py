@@ -8,10 +8,12 @@ stored (a schema kube-apiserver would reject raises :class:`SchemaError`), then 
 :func:`.status.invalid`.
 
 The work is split by concern: :mod:`.schema_nodes` parses and checks the schema,
-:mod:`.schema_validators` (OpenAPI values), :mod:`.schema_listtype` (set/map uniqueness) and
-:mod:`.schema_cel` (rules) validate, :mod:`.schema_defaults` defaults and prunes,
-:mod:`.schema_messages` words the causes. Everything is compiled into closures once, so a write
-costs a walk of the object and no schema interpretation.
+:mod:`.schema_validators` (OpenAPI values, with :mod:`.schema_formats` and
+:mod:`.schema_regex`), :mod:`.schema_embedded` (embedded resources' type meta),
+:mod:`.schema_listtype` (set/map uniqueness) and :mod:`.schema_cel` (rules) validate,
+:mod:`.schema_defaults` defaults and prunes, :mod:`.schema_messages` words the causes.
+Everything is compiled into closures once, so a write costs a walk of the object and no schema
+interpretation.
 """
 
 from __future__ import annotations
