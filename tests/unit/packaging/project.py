@@ -8,6 +8,7 @@ Used by the Containerfile and launcher tests here and by the fresh-install test 
 from __future__ import annotations
 
 import re
+import subprocess
 import tomllib
 from functools import cache
 from pathlib import Path
@@ -66,3 +67,15 @@ def module_exists(target: str) -> bool:
     module = target.partition(":")[0]
     path = ROOT.joinpath(*module.split("."))
     return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
+def repository_files() -> list[str]:
+    """Paths (relative, ``/``-separated) of the files git tracks or would track here."""
+    out = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return [line for line in out.splitlines() if line and (ROOT / line).is_file()]

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 
 import pytest
 
@@ -25,17 +24,6 @@ PINNED = re.compile(
 )
 VENV = "/opt/computedomain/venv"
 BUILD_TOOLS = ("gcc", "g++", "clang", "build-essential", "make ", "cmake", "apt-get install")
-
-
-def tracked_files() -> list[str]:
-    out = subprocess.run(
-        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
-        cwd=project.ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    return [line for line in out.splitlines() if line]
 
 
 def local_copies() -> list[tuple[str, list[str]]]:
@@ -90,7 +78,7 @@ def test_the_build_stage_makes_a_wheel_and_installs_it_with_the_constraints() ->
 
 
 def test_every_copied_source_exists_and_is_in_the_build_context() -> None:
-    files = tracked_files()
+    files = project.repository_files()
     copies = local_copies()
     assert copies
     for stage, sources in copies:
@@ -130,7 +118,7 @@ def test_local_state_and_tests_stay_out_of_the_build_context(path: str) -> None:
 
 
 def test_no_package_file_is_left_out_of_the_build_context() -> None:
-    package = [f for f in tracked_files() if f.startswith("computedomain/")]
+    package = [f for f in project.repository_files() if f.startswith("computedomain/")]
     assert [f for f in package if containerfile.ignored(IGNORE, f)] == []
 
 
