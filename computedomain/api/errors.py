@@ -1,23 +1,43 @@
-"""Domain errors that decide what a work-queue worker does with a failed reconcile.
+"""The domain's error classes: what went wrong, and whether trying again can help.
 
-Minimal placeholder written by the kube layer's author so that ``computedomain.kube.workqueue``
-can classify failures; the api layer's owner replaces it with the full module (same names).
+::
 
-- :class:`PermanentError`: bad input or a state retries cannot fix. Reported once, never retried.
-- :class:`TemporaryError`: wait and try again, after ``delay`` seconds when given, otherwise
-  with the queue's per-item backoff.
+    ComputeDomainError
+    ├── PermanentError      bad input: report it at once (event, condition, claim error);
+    │   │                   never retry
+    │   └── ConfigError     an invalid setting or opaque config (also a ValueError);
+    │                       names the field
+    └── TemporaryError      a state that should pass (waiting for a peer, a conflict): retry
+                            after ``delay`` seconds, or with the queue's backoff when None
+
+Work queues, the kubelet plugin's retry loop and the daemon's registration loop all branch on
+these two classes only. API transport errors live in :mod:`computedomain.kube.errors` and are
+translated into one of these by the component that knows what they mean.
 """
 
 from __future__ import annotations
 
 
-class PermanentError(Exception):
-    """Retrying cannot help (invalid spec, conflicting ownership): report and drop."""
+class ComputeDomainError(Exception):
+    """Base class of every error the project raises on purpose."""
 
 
-class TemporaryError(Exception):
-    """Retry later; ``delay`` (seconds) overrides the queue's backoff when not None."""
+class PermanentError(ComputeDomainError):
+    """Retrying cannot help: the input is wrong and must be fixed by someone."""
 
-    def __init__(self, message: str = "", *, delay: float | None = None) -> None:
-        super().__init__(message)
+
+class ConfigError(PermanentError, ValueError):
+    """An invalid configuration value; ``field`` names it (``domainID``, ``--pod-name``, ...)."""
+
+    def __init__(self, field: str, reason: str) -> None:
+        self.field = field
+        self.reason = reason
+        super().__init__(f"{field}: {reason}" if field else reason)
+
+
+class TemporaryError(ComputeDomainError):
+    """The operation may succeed later; ``delay`` is a hint in seconds (None: use backoff)."""
+
+    def __init__(self, message: str, *, delay: float | None = None) -> None:
         self.delay = delay
+        super().__init__(message)

@@ -12,10 +12,7 @@ from urllib.parse import quote
 
 import attrs
 
-# The ComputeDomain API group/version. Mirrors computedomain.api.names (owned by the api layer);
-# kept literal here until that module lands, then reconciled.
-_CD_GROUP = "resource.nvidia.com"
-_CD_VERSION = "v1beta1"
+from computedomain.api import names
 
 
 def _validate_segment(kind: str, value: str) -> str:
@@ -103,9 +100,11 @@ RESOURCE_CLAIM_TEMPLATES = Resource(
 )
 RESOURCE_SLICES = Resource("resource.k8s.io", "v1", "resourceslices", "ResourceSlice", False)
 
-COMPUTE_DOMAINS = Resource(_CD_GROUP, _CD_VERSION, "computedomains", "ComputeDomain", True)
+COMPUTE_DOMAINS = Resource(
+    names.API_GROUP, names.API_VERSION, names.COMPUTE_DOMAIN_PLURAL, names.COMPUTE_DOMAIN_KIND, True
+)
 COMPUTE_DOMAIN_CLIQUES = Resource(
-    _CD_GROUP, _CD_VERSION, "computedomaincliques", "ComputeDomainClique", True
+    names.API_GROUP, names.API_VERSION, names.CLIQUE_PLURAL, names.CLIQUE_KIND, True
 )
 
 CUSTOM_RESOURCE_DEFINITIONS = Resource(
