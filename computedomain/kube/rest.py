@@ -23,7 +23,7 @@ from __future__ import annotations
 import builtins
 import enum
 import json
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlencode
 
@@ -351,7 +351,7 @@ class Api:
         field_selector: str | None = None,
         allow_bookmarks: bool = True,
         timeout_seconds: int | None = None,
-    ) -> AsyncIterator[WatchEvent]:
+    ) -> AsyncGenerator[WatchEvent, None]:
         """Stream changes after ``resource_version`` until the server ends the watch.
 
         Raises Gone when the version is too old (HTTP 410 or an in-stream ERROR with code 410),

@@ -82,6 +82,15 @@ class Store:
     def index_names(self) -> builtins.list[str]:
         return list(self._indexers)
 
+    def index_func(self, index_name: str) -> IndexFunc:
+        """The function behind an index (to test objects not in the store against it)."""
+        try:
+            return self._indexers[index_name]
+        except KeyError:
+            known = ", ".join(sorted(self._indexers)) or "none"
+            msg = f"no index named {index_name!r} (known: {known})"
+            raise KeyError(msg) from None
+
     def by_index(self, index_name: str, value: str) -> builtins.list[dict[str, Any]]:
         """Objects whose index function returned ``value``. Raises KeyError for unknown indexes."""
         return [self._items[k] for k in sorted(self.index_keys(index_name, value))]
