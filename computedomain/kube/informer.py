@@ -173,14 +173,18 @@ class Informer:
         return True
 
     async def run(self) -> None:
-        """List, then watch, until cancelled (see the module docstring). Never returns."""
+        """List, then watch, until cancelled (see the module docstring). Never returns.
+
+        Run it again after cancelling and it resumes watching from the last resourceVersion
+        (relisting, with a diff, if that version has expired meanwhile).
+        """
         resyncer = (
             asyncio.create_task(self._resync_loop(), name=f"resync:{self.name}")
             if self.resync_period
             else None
         )
         failures = 0
-        relist = True
+        relist = not (self.has_synced and self._rv)  # a restarted run resumes its watch
         try:
             while True:
                 try:
