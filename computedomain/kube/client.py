@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import urllib.parse
+import urllib.request
 
 import attrs
 from kubernetes.aio import config as aio_config
@@ -100,7 +102,21 @@ async def load_configuration(config: ClientConfig) -> Configuration:
     configuration.retries = None
     configuration.client_go_retries = False
     configuration.connection_pool_maxsize = 0  # unlimited: every informer holds a watch open
+    if not uses_env_proxy(str(configuration.host)):
+        # The client's session trusts the environment, which makes aiohttp look up ~/.netrc
+        # and the proxy variables in a worker thread on every request (2.5x the cost of a
+        # request to a local server). Without a proxy for this host neither can matter.
+        configuration.client_session_kwargs = {"trust_env": False}
     return configuration
+
+
+def uses_env_proxy(url: str) -> bool:
+    """Whether HTTP(S)_PROXY/NO_PROXY in the environment route requests to ``url`` via a proxy."""
+    parts = urllib.parse.urlsplit(url)
+    proxies = urllib.request.getproxies()
+    if parts.scheme not in proxies or not parts.hostname:
+        return False
+    return not urllib.request.proxy_bypass(parts.hostname)
 
 
 async def connect(config: ClientConfig, *, clock: Clock | None = None) -> Api:

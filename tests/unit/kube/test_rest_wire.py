@@ -326,3 +326,16 @@ async def test_missing_configuration_is_explained(
     bad.write_text("clusters: [")
     with pytest.raises(ClientConfigError, match="cannot use kubeconfig"):
         await connect(ClientConfig(kubeconfig=str(bad)))
+
+
+def test_env_proxy_detection(monkeypatch: pytest.MonkeyPatch) -> None:
+    from computedomain.kube.client import uses_env_proxy
+
+    for var in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(var, raising=False)
+    assert not uses_env_proxy("https://10.0.0.1:6443")
+    monkeypatch.setenv("https_proxy", "http://proxy:3128")
+    monkeypatch.setenv("no_proxy", "localhost,.svc")
+    assert uses_env_proxy("https://10.0.0.1:6443")
+    assert not uses_env_proxy("https://kubernetes.default.svc:443")
+    assert not uses_env_proxy("http://127.0.0.1:8080")  # no http proxy set
