@@ -62,6 +62,13 @@ def test_the_folder_is_a_complete_distribution(folder: str) -> None:
     assert "plugins" in project.pyproject()["tool"]["pytest"]["ini_options"]["testpaths"]
 
 
+def test_plugin_test_modules_have_distinct_names() -> None:
+    # The plugin test folders are not packages, so pytest imports their modules by file name.
+    names = [t.name for t in project.PLUGINS.glob("*/tests/*.py")]
+    assert len(names) == len(set(names))
+    assert not list(project.PLUGINS.glob("*/tests/__init__.py"))
+
+
 @pytest.mark.parametrize("folder", sorted(EXAMPLES))
 def test_the_installed_entry_point_is_the_one_in_the_folder(folder: str) -> None:
     distribution, _, _, _ = EXAMPLES[folder]
