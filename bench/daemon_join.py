@@ -34,14 +34,14 @@ from pathlib import Path
 from typing import Any
 
 import psutil
-from computedomain.kube.client import ClientConfig, connect
-from computedomain.kube.rest import Api
 
 from computedomain.api import names
 from computedomain.daemon import modes
 from computedomain.daemon.identity import Identity
 from computedomain.daemon.shapes import own_entry
 from computedomain.kube import errors, resources
+from computedomain.kube.client import ClientConfig, connect
+from computedomain.kube.rest import Api
 from computedomain.policies import registry
 from computedomain.sim.imex.hollow import HollowDaemon
 
@@ -155,7 +155,7 @@ def cpu_seconds(pid: int | None = None) -> float:
 
 
 async def run_size(
-    url: str, token: str, server_pid: int, count: int, cliques: int, tmp: Path
+    url: str, token: str, *, server_pid: int, count: int, cliques: int, tmp: Path
 ) -> dict[str, Any]:
     admin = await connect(ClientConfig(url=url, token=token, qps=0))
     cd_uid = str(uuid.uuid4())
@@ -235,7 +235,9 @@ async def main_async(
     ):
         for count, cliques in sizes:
             for run in range(runs):
-                result = await run_size(url, token, pid, count, cliques, Path(files))
+                result = await run_size(
+                    url, token, server_pid=pid, count=count, cliques=cliques, tmp=Path(files)
+                )
                 result["run"] = run
                 results.append(result)
     return {

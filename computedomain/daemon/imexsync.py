@@ -19,7 +19,6 @@ crash-looping as upstream does.
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Generic, Protocol, TypeVar
@@ -32,8 +31,9 @@ from computedomain.daemon import dnsnames, files, hostsfile
 from computedomain.daemon.hostsfile import HostsFile
 from computedomain.daemon.keeper import ImexInputs
 from computedomain.policies.hookspecs import DnsNamePolicy
+from computedomain.runtime import logs
 
-log = logging.getLogger(__name__)
+log = logs.get_logger(__name__)
 
 T = TypeVar("T")
 
@@ -113,7 +113,9 @@ class DnsSync:
         if host_map != self.last:
             written = await asyncio.to_thread(self.hosts.update, transform)
             if written:
-                log.info("Updated %s: %s", self.hosts.path, _describe(mapping))
+                log.info(
+                    "Updated hosts file", path=str(self.hosts.path), mappings=_describe(mapping)
+                )
             self.last = host_map
         self._want(ImexInputs(identity=host_map.own_index, names=host_map.names))
 
@@ -131,7 +133,7 @@ class IpSync:
     async def apply(self, snapshot: Snapshot) -> None:
         seen, expected = len(snapshot.entries), snapshot.num_nodes
         if expected is None or seen != expected:
-            log.info("numNodes: %s, nodes seen: %d", expected, seen)
+            log.info(f"numNodes: {expected}, nodes seen: {seen}")
             return
         text = dnsnames.render_nodes_config(dnsnames.clique_ips(snapshot.entries, self._clique_id))
         await asyncio.to_thread(files.write_if_changed, self.nodes_config, text)
@@ -158,5 +160,5 @@ async def run(
         try:
             await sync.apply(snapshot)
         except PermanentError as exc:
-            log.error("Refusing the membership list (files left as they are): %s", exc)
+            log.error("Refusing the membership list (files left as they are)", error=str(exc))
             on_refused(exc)

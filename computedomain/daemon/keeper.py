@@ -27,7 +27,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
-import logging
 import signal
 from collections.abc import Awaitable, Callable, Hashable
 
@@ -35,8 +34,9 @@ import attrs
 
 from computedomain.daemon import hostconflict
 from computedomain.daemon.process import ImexProcess, ImexStartError
+from computedomain.runtime import logs
 
-log = logging.getLogger(__name__)
+log = logs.get_logger(__name__)
 
 Spawn = Callable[[Callable[[str], None]], Awaitable[ImexProcess]]
 
@@ -174,9 +174,9 @@ class ImexKeeper:
             return timer
         if want.identity is not None and want.identity != self._loaded.identity:
             log.info(
-                "nvidia-imex must restart: its start-time input changed (%r -> %r)",
-                self._loaded.identity,
-                want.identity,
+                "nvidia-imex must restart: its start-time input changed",
+                old=self._loaded.identity,
+                new=want.identity,
             )
             await self._stop_child()
             self.stats.identity_restarts += 1
@@ -189,7 +189,7 @@ class ImexKeeper:
             if due > 0:
                 return due if timer is None else min(due, timer)
             if proc.send(signal.SIGUSR1):
-                log.info("updated DNS/IP mapping, old process: send SIGUSR1 to pid %d", proc.pid)
+                log.info("updated DNS/IP mapping, old process: send SIGUSR1", pid=proc.pid)
                 self.stats.reloads += 1
                 self.stats.history.append(Event.RELOADED)
             self._loaded = attrs.evolve(self._loaded, names=want.names)
@@ -214,7 +214,7 @@ class ImexKeeper:
         try:
             self._proc = await self._spawn(self._on_line)
         except ImexStartError as exc:
-            log.error("nvidia-imex could not be started: %s", exc)
+            log.error("nvidia-imex could not be started", error=str(exc))
             self.stats.history.append(Event.START_FAILED)
             self._schedule_restart(ran=0.0)
             return
@@ -228,7 +228,7 @@ class ImexKeeper:
         proc, self._proc, self._exit = self._proc, None, None
         assert proc is not None
         ran = self._now() - proc.started_at
-        log.warning("Child exited unexpectedly with code %d after %.1fs", code, ran)
+        log.warning("Child exited unexpectedly", code=code, ran_s=round(ran, 1))
         self.stats.unexpected_exits += 1
         self.stats.history.append(Event.EXITED)
         if self._finding is not None:
@@ -240,7 +240,7 @@ class ImexKeeper:
     def _schedule_restart(self, ran: float) -> None:
         wait, self._delay = restart_backoff(self._delay, ran, self.timing)
         self._next_start = self._now() + wait
-        log.info("Watchdog: start nvidia-imex again in %.1fs", wait)
+        log.info("Watchdog: start nvidia-imex again", in_s=round(wait, 2))
 
     def _set_blocked(self, finding: hostconflict.Finding | None) -> None:
         if finding != self._blocked:
@@ -258,7 +258,7 @@ class ImexKeeper:
         if proc is None:
             return
         code = await proc.stop(grace=self.timing.stop_timeout)
-        log.info("Child exited with code %d", code)
+        log.info("Child exited", code=code)
         if exit_task is not None:
             exit_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import signal
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import TextIO
 
-log = logging.getLogger(__name__)
+from computedomain.runtime import logs
+
+log = logs.get_logger(__name__)
 
 
 class ImexStartError(OSError):
@@ -65,7 +66,7 @@ class ImexProcess:
         reader = asyncio.create_task(
             _pump(proc.stdout, on_line, tee or sys.stderr), name=f"imex-output-{proc.pid}"
         )
-        log.info("Started process with pid %d: %s", proc.pid, " ".join(argv))
+        log.info("Started process", pid=proc.pid, argv=" ".join(argv))
         return cls(proc, reader, asyncio.get_running_loop().time())
 
     @property
@@ -96,11 +97,11 @@ class ImexProcess:
     async def stop(self, *, grace: float) -> int:
         """SIGTERM, then SIGKILL after ``grace`` seconds; the exit code. Idempotent."""
         if self.send(signal.SIGTERM):
-            log.info("Stop: send SIGTERM to pid %d", self.pid)
+            log.info("Stop: send SIGTERM", pid=self.pid)
         try:
             return await asyncio.wait_for(asyncio.shield(self.wait()), grace)
         except TimeoutError:
-            log.warning("pid %d did not exit %.0fs after SIGTERM: send SIGKILL", self.pid, grace)
+            log.warning("no exit after SIGTERM: send SIGKILL", pid=self.pid, grace_s=grace)
             self.send(signal.SIGKILL)
             return await self.wait()
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import random
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -32,8 +31,9 @@ from computedomain.daemon.identity import Identity
 from computedomain.daemon.imexsync import Snapshot
 from computedomain.daemon.registration import Registrar, resource_version
 from computedomain.kube import errors
+from computedomain.runtime import logs
 
-log = logging.getLogger(__name__)
+log = logs.get_logger(__name__)
 
 BASE_DELAY = 0.005
 MAX_DELAY = 6.0
@@ -155,21 +155,23 @@ class MembershipLoop:
         try:
             outcome = await self.registrar.apply(op, known=self._listed())
         except membership.Superseded as exc:
-            log.warning("Not writing the own entry any more: %s", exc)
+            log.warning("Not writing the own entry any more", reason=str(exc))
             self._superseded = True
             self._report(exc)
             return None
         except (TemporaryError, errors.ApiError) as exc:
             self._failures += 1
             delay = retry_delay(self._failures, self._rng)
-            log.info("Reconcile: %s (attempt %d, retry in %.3fs)", exc, self._failures, delay)
+            log.info(
+                "Reconcile", error=str(exc), attempt=self._failures, retry_in_s=round(delay, 3)
+            )
             if isinstance(exc, TemporaryError):
                 self._report(exc)
             return delay
         except PermanentError as exc:
             # Bad data or a broken policy: report it, and try again slowly (peers may fix it).
             self._failures += 1
-            log.error("Reconcile: %s (retry in %.0fs)", exc, MAX_DELAY)
+            log.error("Reconcile", error=str(exc), retry_in_s=MAX_DELAY)
             self._report(exc)
             return MAX_DELAY
         self._failures = 0
@@ -194,7 +196,11 @@ class MembershipLoop:
                 rv = resource_version(obj)
                 if rv != self._rejected_rv:
                     self._rejected_rv = rv
-                    log.warning("Skipping %s/%s: %s", self.shape.namespace, self.shape.name, reason)
+                    log.warning(
+                        "Skipping",
+                        object=f"{self.shape.namespace}/{self.shape.name}",
+                        reason=reason,
+                    )
                 return None
             entries = self.entries(obj)
             pos = membership.find(entries, me.node_name)
@@ -235,7 +241,7 @@ class MembershipLoop:
             async with asyncio.timeout(within):
                 outcome = await self.registrar.apply(op)
         except (TimeoutError, TemporaryError, PermanentError, errors.ApiError) as exc:
-            log.warning("Failed to remove the own entry during shutdown: %s", exc)
+            log.warning("Failed to remove the own entry during shutdown", error=str(exc))
             return False
         if outcome.planned is not None:
             log.info(

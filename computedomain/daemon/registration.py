@@ -29,7 +29,6 @@ is only made when the plan changes something (no writes on resync, invariant S7)
 from __future__ import annotations
 
 import asyncio
-import logging
 import random
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -42,8 +41,9 @@ from computedomain.daemon.shapes import Shape
 from computedomain.kube import errors
 from computedomain.kube.rest import Api
 from computedomain.policies.hookspecs import IndexPolicy
+from computedomain.runtime import logs
 
-log = logging.getLogger(__name__)
+log = logs.get_logger(__name__)
 
 MAX_DELAY = 6.0  # upstream's cap on the daemon's retry backoff (daemon.md §14)
 MIN_WRITE_ESTIMATE = 0.001
@@ -172,13 +172,13 @@ class Registrar:
         if planned is None:
             return Outcome(obj, None)
         written = await self._timed_write(self.shape.write(self.api, self.shape.body(obj, planned)))
+        entry = planned.entry
         log.info(
-            "Successfully %s own entry in %s %s/%s (entry: %s)",
-            planned.change,
-            self.shape.resource.kind,
-            self.shape.namespace,
-            self.shape.name,
-            planned.entry,
+            f"Successfully {planned.change} own entry",
+            object=f"{self.shape.resource.kind} {self.shape.namespace}/{self.shape.name}",
+            index=entry.index if entry else None,
+            ip=entry.ip_address if entry else None,
+            status=entry.status if entry else None,
         )
         return Outcome(written, planned)
 
@@ -194,9 +194,7 @@ class Registrar:
         written = await self._timed_write(
             self.api.create(self.shape.resource, body, self.shape.namespace)
         )
-        log.info(
-            "Created %s %s/%s", self.shape.resource.kind, self.shape.namespace, self.shape.name
-        )
+        log.info("Created", object=f"{self.shape.resource.kind} {body['metadata']['name']}")
         return Outcome(written, planned)
 
     async def _timed_write(self, write: Awaitable[dict[str, Any]]) -> dict[str, Any]:

@@ -113,7 +113,14 @@ class Domain:
     """The pods of one ComputeDomain clique on one test machine."""
 
     def __init__(
-        self, cluster: Cluster, tmp: Path, kubeconfig: Path, bindir: Path, cd_uid: str, clique: str
+        self,
+        cluster: Cluster,
+        tmp: Path,
+        *,
+        kubeconfig: Path,
+        bindir: Path,
+        cd_uid: str,
+        clique: str,
     ) -> None:
         self.cluster = cluster
         self.tmp = tmp

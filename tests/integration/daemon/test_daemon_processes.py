@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from computedomain.kube.client import ClientConfig, connect
-from computedomain.kube.rest import Api
 
 from computedomain.api import names
 from computedomain.api.models import Status
 from computedomain.kube import errors, resources
+from computedomain.kube.client import ClientConfig, connect
+from computedomain.kube.rest import Api
 from computedomain.sim.apiserver import testing
 from computedomain.sim.imex import wrappers
 from tests.integration.daemon.cluster import CRDS, Cluster, clique_id, random_cd_uid
@@ -42,7 +42,14 @@ async def domain(server: testing.RunningServer, tmp_path: Path) -> AsyncIterator
     cluster = Cluster(api, testing.unique_name("drv"))
     await cluster.create_namespace()
     bindir = wrappers.ensure(tmp_path / "cache")
-    result = Domain(cluster, tmp_path, server.kubeconfig, bindir, random_cd_uid(), clique_id())
+    result = Domain(
+        cluster,
+        tmp_path,
+        kubeconfig=server.kubeconfig,
+        bindir=bindir,
+        cd_uid=random_cd_uid(),
+        clique=clique_id(),
+    )
     try:
         yield result
     finally:
