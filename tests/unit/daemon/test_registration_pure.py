@@ -1,0 +1,65 @@
+"""The pure parts of registration: the conflict backoff, the read-your-writes holder."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from computedomain.daemon import reconcile, registration
+from computedomain.daemon.reconcile import LatestObject
+
+
+def obj(rv: str | None) -> dict[str, object]:
+    return {"metadata": {"resourceVersion": rv} if rv is not None else {}}
+
+
+@given(st.integers(1, 40), st.integers(0, 40), st.floats(0.001, 0.02), st.integers(0, 2**32))
+def test_the_conflict_wait_stays_in_its_window(
+    attempt: int, contenders: int, slot: float, seed: int
+) -> None:
+    delay = registration.conflict_delay(attempt, contenders, slot, random.Random(seed))
+    window = slot * 2 * max(contenders, 1) * 2 ** (attempt - 1)
+    assert 0 <= delay <= min(window, registration.MAX_DELAY)
+
+
+def test_the_window_grows_with_contenders_and_conflicts() -> None:
+    def mean(attempt: int, contenders: int) -> float:
+        rng = random.Random(1)
+        return (
+            sum(registration.conflict_delay(attempt, contenders, 0.01, rng) for _ in range(2000))
+            / 2000
+        )
+
+    assert mean(1, 17) == pytest.approx(0.17, rel=0.1)  # half of 2 * 17 slots
+    assert mean(1, 1) == pytest.approx(0.01, rel=0.1)
+    assert mean(2, 17) == pytest.approx(0.34, rel=0.1)
+    assert mean(30, 17) == pytest.approx(registration.MAX_DELAY / 2, rel=0.1)
+
+
+def test_upstreams_retry_backoff() -> None:
+    rng = random.Random(2)
+    for failures, base in [(0, 0.005), (1, 0.01), (4, 0.08), (20, 6.0)]:
+        delay = reconcile.retry_delay(failures, rng)
+        assert base * 0.75 <= delay <= base * 1.25
+
+
+def test_resource_versions_are_compared_as_integers() -> None:
+    assert registration.resource_version(obj("10")) == 10
+    assert registration.resource_version(obj("abc")) is None
+    assert registration.resource_version(obj(None)) is None
+    assert registration.resource_version(None) is None
+
+
+def test_the_newest_version_wins_whoever_delivers_it() -> None:
+    latest = LatestObject()
+    assert latest.offer(obj("10"))
+    assert latest.offer(obj("9")) is False  # a late watch event after our own write
+    assert latest.get() == obj("10")
+    assert latest.offer(obj("11"))
+    latest.deleted(obj("10"))  # a stale delete does not hide the newer object
+    assert latest.get() == obj("11")
+    latest.deleted(obj("12"))
+    assert latest.get() is None
