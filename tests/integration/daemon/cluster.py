@@ -13,10 +13,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from computedomain.kube.rest import Api
-
 from computedomain.api import names
 from computedomain.kube import errors, resources
+from computedomain.kube.rest import Api
 
 CRDS = sorted((Path(__file__).parents[3] / "deployments" / "base" / "crds").glob("*.yaml"))
 
@@ -41,13 +40,14 @@ class Cluster:
         with contextlib.suppress(errors.AlreadyExists):
             await self.api.create(resources.NAMESPACES, {"metadata": {"name": self.namespace}})
 
-    async def create_compute_domain(self, name: str) -> str:
+    async def create_compute_domain(self, name: str, num_nodes: int = 0) -> str:
         """A ComputeDomain in the test namespace (status mode); returns its UID."""
+        spec = {"numNodes": num_nodes, "channel": {"resourceClaimTemplate": {"name": name}}}
         body = {
             "apiVersion": names.GROUP_VERSION,
             "kind": names.COMPUTE_DOMAIN_KIND,
             "metadata": {"name": name, "namespace": self.namespace},
-            "spec": {"numNodes": 0, "channel": {"resourceClaimTemplate": {"name": name}}},
+            "spec": spec,
         }
         created = await self.api.create(resources.COMPUTE_DOMAINS, body, self.namespace)
         return str(created["metadata"]["uid"])
