@@ -70,8 +70,8 @@ async def run(config: DaemonConfig, api: Api, mode: modes.Mode, policies: regist
     """Run until SIGTERM; 0 after a clean shutdown. Raises FatalError when a part fails."""
     try:
         if not config.clique_id:
-            log.info("no cliqueID: skipping controller and IMEX daemon management")
-            async with Supervisor() as sup:
+            async with Supervisor() as sup:  # handles SIGTERM from here on
+                log.info("no cliqueID: skipping controller and IMEX daemon management")
                 await sup.wait()
             log.info("Exiting")
             return 0

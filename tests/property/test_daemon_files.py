@@ -24,7 +24,7 @@ from computedomain.daemon.keeper import ImexInputs
 from computedomain.policies import registry
 from computedomain.policies.hookspecs import DnsNamePolicy
 
-SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 POLICIES = registry.load().dns_names
 CLIQUE = "7c5a1f4e-2b8d-4e6a-9f3c-1d2e3f4a5b6c.1"
 OTHER = "7c5a1f4e-2b8d-4e6a-9f3c-1d2e3f4a5b6c.2"

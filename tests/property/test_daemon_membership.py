@@ -42,7 +42,7 @@ from tests.integration.daemon.cluster import CRDS, Cluster, clique_id, random_cd
 from tests.unit.daemon.waiting import eventually
 
 SETTINGS = settings(
-    max_examples=8,
+    max_examples=6,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
