@@ -1,4 +1,4 @@
-"""Entry point of ``cd-imex-daemon`` (console script): ``[flags] run|check``.
+"""Entry point of ``cd-imex-daemon`` (console script): ``[flags] run|check`` (or ``--version``).
 
 Only wiring: parse flags and environment into a :class:`~computedomain.daemon.config.DaemonConfig`,
 set up logging, then hand over to :mod:`~computedomain.daemon.check` or
@@ -12,6 +12,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
+import computedomain
 from computedomain.api.errors import ConfigError
 from computedomain.daemon import check, config
 from computedomain.runtime import logs
@@ -52,7 +53,11 @@ def flagset() -> FlagSet:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``cd-imex-daemon``; returns the exit code."""
-    command, rest = split_command(sys.argv[1:] if argv is None else argv)
+    args = list(sys.argv[1:] if argv is None else argv)
+    if "--version" in args:
+        print(computedomain.__version__)
+        return 0
+    command, rest = split_command(args)
     flags = flagset()
     ns = flags.parse(rest)
     if command is None:

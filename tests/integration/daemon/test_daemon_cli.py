@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+import computedomain
 from computedomain.api import names
 from computedomain.kube import resources
 from computedomain.kube.client import ClientConfig, connect
@@ -62,6 +63,11 @@ def test_run_fails_with_a_clear_error_before_it_starts(env: dict[str, str], mess
     result = daemon("run", **env)
     assert result.returncode == 1
     assert message in result.stderr
+
+
+def test_version() -> None:
+    result = daemon("--version")
+    assert (result.returncode, result.stdout) == (0, f"{computedomain.__version__}\n")
 
 
 def test_a_sub_command_is_required() -> None:
