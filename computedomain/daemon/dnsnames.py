@@ -15,7 +15,7 @@ H1) and remember the own index, so a changed own index can restart ``nvidia-imex
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
 import attrs
 
@@ -97,8 +97,3 @@ def host_map(
 def clique_ips(entries: Iterable[DaemonInfo], clique_id: str) -> tuple[str, ...]:
     """IP mode: the IPs of the own clique's entries, in list order. Pure."""
     return tuple(e.ip_address for e in entries if e.clique_id == clique_id)
-
-
-def mapping_lines(mapping: Mapping[str, str]) -> frozenset[tuple[str, str]]:
-    """The ``(ip, name)`` pairs of a mapping, for comparing hosts files across daemons."""
-    return frozenset((ip, name) for name, ip in mapping.items())

@@ -69,21 +69,6 @@ def render(current: str, mapping: Mapping[str, str], managed_names: frozenset[st
     return "".join(kept + lines)
 
 
-def parse_mapping(text: str, managed_names: frozenset[str]) -> dict[str, str]:
-    """Name → IP of the managed lines in ``text`` (what a resolver would see). Pure.
-
-    For tests and the IMEX stand-in; a name listed twice keeps its first address, as resolvers
-    do.
-    """
-    result: dict[str, str] = {}
-    for line in text.splitlines():
-        fields = line.split("#", 1)[0].split()
-        for name in fields[1:]:
-            if name in managed_names or name.startswith(names.DNS_NAME_PREFIX):
-                result.setdefault(name, fields[0])
-    return result
-
-
 def _mount_points(mountinfo: Path) -> set[str]:
     points: set[str] = set()
     with contextlib.suppress(OSError):

@@ -184,8 +184,11 @@ class MembershipLoop:
         return 0.0
 
     def next_op(self, obj: Mapping[str, Any] | None) -> membership.Op | None:
-        """The change the own entry needs in ``obj`` (register before status), or None. Pure
-        given the loop's state."""
+        """The change the own entry needs in ``obj`` (register before status), or None.
+
+        No I/O; it only notes, the first time it sees the own entry in place, that this daemon
+        is registered (from then on it never takes its entry back from another pod).
+        """
         if self._superseded:
             return None
         me = self.identity
@@ -219,6 +222,11 @@ class MembershipLoop:
                 previous_index=self._last_index,
                 takeover=not self._registered,
             )
+        if not self._registered and (not me.pod_uid or own.pod_uid == me.pod_uid):
+            # Already ours (a restarted container finds its entry): never take it back later.
+            self._registered = True
+            self._last_index = own.index
+            self.registered.set()
         desired = pod.desired_status(self._pod, blocked=self._blocked())
         if desired is not None and own.status != desired:
             return membership.SetStatus(me.node_name, desired, me.pod_uid or None)
