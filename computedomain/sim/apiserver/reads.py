@@ -271,9 +271,9 @@ async def watch(
             watcher.closed = True
             replay = []
         for ev in replay:
-            line = watcher.render(ev)
-            if line is not None:
-                initial.append(line)
+            chunk = watcher.render(ev)  # framed, like the live events that follow
+            if chunk is not None:
+                watcher.pending.append(chunk)
     watcher.start_rv = max(start_rv, state.store.rv)
     if not watcher.closed:
         state.hub.add(watcher)
@@ -285,7 +285,7 @@ async def watch(
         return bookmark_line(rt.kind, rt.group_version, state.store.rv)
 
     await serve_watch(
-        response,
+        request,
         watcher,
         state.hub,
         initial=initial,

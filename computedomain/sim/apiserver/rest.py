@@ -40,7 +40,7 @@ def resolve(
             raise not_found_generic()
         return rt, storage, conversion.view_for(rt, storage)
     if rt.custom:
-        versions = [r for r in state.registry if r.storage_key == rt.storage_key]
+        versions = [r for r in state.registry.versions(rt.storage_key) if not r.conversion]
         if len(versions) > 1:
             return (
                 rt,
