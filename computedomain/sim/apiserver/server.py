@@ -93,13 +93,16 @@ class EmbeddedApiServer:
         self._runner: web.AppRunner | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._persistence: SqlitePersistence | None = None
+        self.collector: Collector | None = None
         self.url = ""
 
     # ----------------------------------------------------------------- lifecycle
 
-    async def start(self) -> None:
-        """Load or create the store, start the controllers and listen. Raises
-        :class:`.persistence.CorruptStoreError` for a data directory that cannot be read."""
+    def build(self) -> ApiState:
+        """Load or create the store and wire the controllers, without listening or starting
+        tasks (``start`` does both; tests of the semantics may drive ``collector.step()``
+        themselves). Raises :class:`.persistence.CorruptStoreError` for a data directory that
+        cannot be read."""
         store = Store(event_window=self.event_window)
         state = ApiState(
             registry=Registry(BUILTINS),
@@ -114,8 +117,7 @@ class EmbeddedApiServer:
             self.data_dir.mkdir(parents=True, exist_ok=True)
             self._persistence = SqlitePersistence(self.data_dir / "store.sqlite")
             _load(state, crds, self._persistence)
-        collector = Collector(state, crds)
-        state.gc_notify = lambda skey, key: None
+        collector = self.collector = Collector(state, crds)
         state.namespace_notify = collector.notify_namespace
         if self._persistence is not None:
             store.listeners.append(self._persistence.on_event)
@@ -123,7 +125,13 @@ class EmbeddedApiServer:
         security.build(state, admin_token=self.admin_token, rbac=self.rbac, data_dir=self.data_dir)
         self._bootstrap(state)
         collector.prime()
-        self._tasks.append(asyncio.create_task(collector.run(), name="apiserver-gc"))
+        return state
+
+    async def start(self) -> None:
+        """Build the state (see :meth:`build`), start the controllers and listen."""
+        state = self.build()
+        assert self.collector is not None
+        self._tasks.append(asyncio.create_task(self.collector.run(), name="apiserver-gc"))
         application = app_module.build(state, self.stages)
         self._runner = web.AppRunner(application, access_log=None, handle_signals=False)
         await self._runner.setup()

@@ -75,8 +75,6 @@ class ApiState:
     stopping: asyncio.Event = attrs.field(factory=asyncio.Event)
     # (group, version, plural) -> compiled schema of a CRD-served version
     schemas: dict[tuple[str, str, str], Schema] = attrs.field(factory=dict)
-    # Called with (storage key, object key) of every object the GC should look at.
-    gc_notify: Callable[[tuple[str, str], str], None] = lambda skey, key: None
     # Objects whose "kubernetes" namespace finalizer the namespace controller must process.
     namespace_notify: Callable[[str], None] = lambda name: None
     # Authentication/authorization hooks (None: everything allowed, see pipeline.py).

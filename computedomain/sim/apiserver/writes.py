@@ -1,6 +1,7 @@
 """Create, update (incl. the status subresource) and patch, with kube-apiserver semantics.
 
 Called by :mod:`.rest` (HTTP) and by in-process controllers (:mod:`.gc`, :mod:`.crds`).
+Functions take ownership of the object dicts they are given (they fill in and store them).
 Every function here is synchronous: the read of the current object, the checks and the
 commit happen without an await in between, which makes the resourceVersion precondition a
 real compare-and-swap. Errors are :class:`.status.ApiStatusError`.
@@ -36,7 +37,7 @@ class WriteResult:
 
 
 def commit(state: ApiState, rt: ResourceType, key: str, obj: dict[str, Any] | None) -> Event:
-    """Store ``obj`` (None: remove) and tell the garbage collector; not idempotent."""
+    """Store ``obj`` (None: remove) with fresh index values; not idempotent."""
     if obj is None:
         ev = state.store.commit(rt.storage_key, key, None)
     else:
@@ -44,7 +45,6 @@ def commit(state: ApiState, rt: ResourceType, key: str, obj: dict[str, Any] | No
         ev = state.store.commit(
             rt.storage_key, key, obj, labels=labels, fields=fields, owners=owners
         )
-    state.gc_notify(rt.storage_key, key)
     return ev
 
 
