@@ -166,3 +166,49 @@ def test_server_errors_are_printed_like_kube_apiserver(kubectl: Kubectl) -> None
         'Error from server (AlreadyExists): error when creating "STDIN": configmaps "twice" '
         "already exists"
     )
+
+
+def test_schema_defaults_immutability_and_enum(kubectl: Kubectl) -> None:
+    kubectl("apply", "-f", str(CRDS))
+    kubectl("apply", "-f", "-", stdin=_cd("s1"))
+    spec = yaml.safe_load(kubectl("get", "computedomain", "s1", "-o", "yaml").stdout)["spec"]
+    assert spec["channel"]["allocationMode"] == "Single"
+    assert spec["numNodes"] == 0
+    changed = kubectl("apply", "-f", "-", stdin=_cd("s1", rct="other"), check=False)
+    assert changed.returncode == 1
+    assert changed.stderr.startswith('The ComputeDomain "s1" is invalid: spec: Invalid value: ')
+    assert "A computeDomain.spec is immutable" in changed.stderr
+    patched = kubectl(
+        "patch", "computedomain", "s1", "--type=merge", "-p", '{"spec":{"numNodes":2}}', check=False
+    )
+    assert "A computeDomain.spec is immutable" in patched.stderr
+    bad = kubectl("apply", "-f", "-", stdin=_cd("s2", mode="Foo"), check=False)
+    assert bad.returncode == 1
+    assert (
+        'spec.channel.allocationMode: Unsupported value: "Foo": supported values: "All", "Single"'
+    ) in bad.stderr
+    assert bad.stderr.startswith('The ComputeDomain "s2" is invalid:')
+    status = kubectl(
+        "patch", "computedomain", "s1", "--subresource=status", "--type=merge",
+        "-p", '{"status":{"status":"Ready"}}',
+    )  # fmt: skip
+    assert status.stdout.strip() == "computedomain.resource.nvidia.com/s1 patched"
+    waited = kubectl(
+        "wait", "--for=jsonpath={.status.status}=Ready", "computedomain/s1", "--timeout=10s"
+    )
+    assert waited.stdout.strip() == "computedomain.resource.nvidia.com/s1 condition met"
+
+
+def test_create_token(kubectl: Kubectl, apiserver: testing.RunningServer) -> None:
+    kubectl("create", "serviceaccount", "tok")
+    token = kubectl("create", "token", "tok").stdout.strip()
+    assert token.count(".") == 2
+    assert apiserver.server.state is not None
+    authenticator = apiserver.server.state.authenticator
+    assert authenticator is not None
+    user = authenticator.authenticate(token)
+    assert user is not None
+    assert user.name == "system:serviceaccount:default:tok"
+    short = kubectl("create", "token", "tok", "--duration=1m", check=False)
+    assert short.returncode == 1
+    assert "may not specify a duration less than 10 minutes" in short.stderr

@@ -17,6 +17,7 @@ from typing import Any
 
 from . import status
 from .registry import ALL_VERBS, ResourceType
+from .schema import SchemaError
 from .state import ApiState, PassThroughSchema, Schema
 from .store import Event
 from .validation import label_errors, subdomain_errors
@@ -37,11 +38,19 @@ def _version_key(name: str) -> tuple[int, int, int, str]:
     return (stage, -major, -minor, name)
 
 
-def compile_schema(state: ApiState, version: dict[str, Any]) -> Schema:
+def compile_schema(state: ApiState, version: dict[str, Any], index: int = 0) -> Schema:
     schema = (version.get("schema") or {}).get("openAPIV3Schema")
     if not isinstance(schema, dict):
         return PassThroughSchema()
-    return state.compile_schema(schema)
+    return state.compile_schema(schema, path=f"spec.versions[{index}].schema.openAPIV3Schema")
+
+
+def _schema_cause(message: str) -> status.FieldCause:
+    """A compile error ``path: Reason: detail`` as a field cause."""
+    field, sep, detail = message.partition(": ")
+    if not sep or " " in field:
+        return status.FieldCause("FieldValueInvalid", "", message)
+    return status.FieldCause("FieldValueInvalid", field, detail)
 
 
 def validate_crd(
@@ -126,9 +135,9 @@ def _versions(state: ApiState, versions: Any) -> list[status.FieldCause]:
             causes.append(status.required(f"{path}.schema.openAPIV3Schema"))
             continue
         try:
-            state.compile_schema(schema)
-        except Exception as exc:
-            causes.append(status.invalid_value(f"{path}.schema.openAPIV3Schema", schema, str(exc)))
+            state.compile_schema(schema, path=f"{path}.schema.openAPIV3Schema")
+        except SchemaError as exc:
+            causes.append(_schema_cause(str(exc)))
     if storage != 1:
         causes.append(
             status.invalid_value(
@@ -257,15 +266,15 @@ class CrdController:
         self.state.registry.remove(group, plural)
         for key in [k for k in self.state.schemas if k[0] == group and k[2] == plural]:
             del self.state.schemas[key]
-        versions = {str(v.get("name")): v for v in spec.get("versions") or ()}
+        versions = {str(v.get("name")): (i, v) for i, v in enumerate(spec.get("versions") or ())}
         for rt in types:
             self.state.registry.add(rt)
+            index, version = versions[rt.version]
             try:
-                self.state.schemas[(group, rt.version, plural)] = compile_schema(
-                    self.state, versions[rt.version]
-                )
-            except Exception:
-                self.state.schemas[(group, rt.version, plural)] = PassThroughSchema()
+                schema = compile_schema(self.state, version, index)
+            except SchemaError:  # stored by an older server that accepted it: serve unchecked
+                schema = PassThroughSchema()
+            self.state.schemas[(group, rt.version, plural)] = schema
 
     def _unserve(self, crd: dict[str, Any]) -> None:
         spec = crd.get("spec") or {}

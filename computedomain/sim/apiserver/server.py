@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
 import json
 import logging
 import secrets
@@ -40,27 +39,13 @@ from .gc import Collector
 from .kinds import BUILTINS
 from .persistence import SqlitePersistence
 from .registry import Registry
-from .state import ApiState, PassThroughSchema, Schema, SchemaCompiler, ServerConfig
+from .schema import StructuralSchema
+from .state import ApiState, SchemaCompiler, ServerConfig
 from .store import Entry, Store
 from .watch import WatchHub
 
 log = logging.getLogger(__name__)
 BOOT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
-
-
-def default_schema_compiler() -> SchemaCompiler:
-    """The structural-schema compiler of :mod:`.schema`, or accept-all when it is absent."""
-    try:
-        module = importlib.import_module("computedomain.sim.apiserver.schema")
-    except ImportError:
-        return lambda schema: PassThroughSchema()
-    compile_fn = module.StructuralSchema.compile
-
-    def compile_schema(schema: dict[str, Any]) -> Schema:
-        compiled: Schema = compile_fn(schema)
-        return compiled
-
-    return compile_schema
 
 
 class EmbeddedApiServer:
@@ -87,7 +72,7 @@ class EmbeddedApiServer:
         self.config = config or ServerConfig()
         self.config.rbac = rbac
         self.stages = list(stages)
-        self.compile_schema = compile_schema or default_schema_compiler()
+        self.compile_schema: SchemaCompiler = compile_schema or StructuralSchema.compile
         self.admin_token = admin_token or secrets.token_urlsafe(32)
         self.state: ApiState | None = None
         self._runner: web.AppRunner | None = None

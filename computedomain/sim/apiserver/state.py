@@ -14,6 +14,8 @@ from typing import Any, Protocol
 
 import attrs
 
+from .authn import Authenticator
+from .rbac import RBACAuthorizer
 from .registry import Registry
 from .status import FieldCause
 from .store import Store
@@ -25,9 +27,11 @@ class Schema(Protocol):
 
     def default(self, obj: dict[str, Any]) -> dict[str, Any]: ...
 
-    def prune(self, obj: dict[str, Any]) -> dict[str, Any]: ...
+    def prune(self, obj: dict[str, Any], *, unknown: list[str] | None = None) -> dict[str, Any]: ...
 
-    def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldCause]: ...
+    def validate(
+        self, obj: dict[str, Any], old: dict[str, Any] | None, *, subresource: str = ""
+    ) -> list[FieldCause]: ...
 
 
 class PassThroughSchema:
@@ -37,14 +41,16 @@ class PassThroughSchema:
     def default(self, obj: dict[str, Any]) -> dict[str, Any]:
         return obj
 
-    def prune(self, obj: dict[str, Any]) -> dict[str, Any]:
+    def prune(self, obj: dict[str, Any], *, unknown: list[str] | None = None) -> dict[str, Any]:
         return obj
 
-    def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldCause]:
+    def validate(
+        self, obj: dict[str, Any], old: dict[str, Any] | None, *, subresource: str = ""
+    ) -> list[FieldCause]:
         return []
 
 
-SchemaCompiler = Callable[[dict[str, Any]], Schema]
+SchemaCompiler = Callable[..., Schema]  # (openAPIV3Schema, *, path=...) -> Schema
 
 
 def utcnow() -> dt.datetime:
@@ -77,6 +83,6 @@ class ApiState:
     schemas: dict[tuple[str, str, str], Schema] = attrs.field(factory=dict)
     # Objects whose "kubernetes" namespace finalizer the namespace controller must process.
     namespace_notify: Callable[[str], None] = lambda name: None
-    # Authentication/authorization hooks (None: everything allowed, see pipeline.py).
-    authenticator: Any = None
-    authorizer: Any = None
+    # Authentication/authorization (None: open server, see security.py).
+    authenticator: Authenticator | None = None
+    authorizer: RBACAuthorizer | None = None

@@ -6,7 +6,6 @@ Called by :mod:`.rest`; uses :mod:`.writes` and :mod:`.deletion` for the actual 
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Any
 
 from aiohttp import web
@@ -137,14 +136,24 @@ def _token(
             ],
         )
     audiences = spec.get("audiences") or []
+    if not isinstance(audiences, list) or not all(isinstance(a, str) for a in audiences):
+        raise status.invalid(
+            "TokenRequest",
+            "authentication.k8s.io",
+            name,
+            [status.invalid_value("spec.audiences", audiences, "must be a list of strings")],
+        )
     issuer = state.authenticator
-    if issuer is None or not hasattr(issuer, "issue_service_account_token"):
+    if issuer is None:
         raise status.service_unavailable("token issuing is not configured on this server")
     token, expires = issuer.issue_service_account_token(
-        ns, name, sa.uid, expiration, tuple(audiences)
+        ns,
+        name,
+        sa.uid,
+        expiration_seconds=expiration,
+        audiences=tuple(audiences),
+        pod=_bound_pod(state, ns, spec.get("boundObjectRef")),
     )
-    if not isinstance(expires, dt.datetime):
-        expires = state.clock() + dt.timedelta(seconds=expiration)
     return {
         "kind": "TokenRequest",
         "apiVersion": "authentication.k8s.io/v1",
@@ -156,6 +165,17 @@ def _token(
         },
         "status": {"token": token, "expirationTimestamp": objects.rfc3339(expires)},
     }
+
+
+def _bound_pod(state: ApiState, ns: str, ref: Any) -> tuple[str, str] | None:
+    """(name, uid) of the pod a token is bound to; 404 for a pod that does not exist."""
+    if not isinstance(ref, dict) or ref.get("kind") != "Pod":
+        return None
+    pod_name = str(ref.get("name", ""))
+    entry = state.store.get(("", "pods"), f"{ns}/{pod_name}")
+    if entry is None or (ref.get("uid") and ref.get("uid") != entry.uid):
+        raise status.not_found("pods", "", pod_name)
+    return (pod_name, entry.uid)
 
 
 def _finalize(state: ApiState, rt: ResourceType, name: str, body: dict[str, Any]) -> Any:
