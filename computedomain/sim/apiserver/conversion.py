@@ -70,8 +70,8 @@ def view_for(rt: ResourceType, storage: ResourceType | None) -> View:
     if rt.conversion == "events.k8s.io/v1":
         return View(
             rt.group_version,
-            lambda o: _rename(o, _EVENT_FIELDS, "events.k8s.io/v1"),
-            lambda o: _rename(o, _EVENT_FIELDS_BACK, "v1"),
+            lambda o: _rename(o, _EVENT_FIELDS_BACK, "events.k8s.io/v1"),
+            lambda o: _rename(o, _EVENT_FIELDS, "v1"),
         )
     if storage is None or storage.version == rt.version or storage.group != rt.group:
         return IDENTITY
