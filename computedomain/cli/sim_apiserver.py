@@ -54,8 +54,8 @@ async def serve(args: argparse.Namespace) -> int:
     try:
         if args.crds:
             await server.install_crds(args.crds)
+        path = server.write_kubeconfig(args.kubeconfig)  # ready before the URL line appears
         print(server.url, flush=True)
-        path = server.write_kubeconfig(args.kubeconfig)
         print(f"kubeconfig: {path}", flush=True)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()

@@ -1,0 +1,74 @@
+"""``computedomain sim apiserver``: URL first, kubeconfig written, clean stop on SIGTERM and
+SIGINT, objects kept with --data-dir, a corrupt store reported with exit code 1."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from kubernetes import client, config
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def _start(tmp: Path, *extra: str) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "computedomain.cli.main", "sim", "apiserver", "--port", "0",
+         "--kubeconfig", str(tmp / "kc"), *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    return proc, proc.stdout.readline().strip()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["TERM", "INT"])
+def test_serves_until_signalled(tmp_path: Path, sig: signal.Signals) -> None:
+    proc, url = _start(
+        tmp_path, "--data-dir", str(tmp_path / "data"), "--crds", str(REPO / "deployments")
+    )
+    try:
+        assert url.startswith("http://127.0.0.1:")
+        kubeconfig = yaml.safe_load((tmp_path / "kc").read_text())
+        assert kubeconfig["clusters"][0]["cluster"]["server"] == url
+        api = config.new_client_from_config(str(tmp_path / "kc"))
+        names = [
+            c.metadata.name
+            for c in client.ApiextensionsV1Api(api).list_custom_resource_definition().items
+        ]
+        assert "computedomains.resource.nvidia.com" in names
+        client.CoreV1Api(api).create_namespaced_config_map(
+            "default", {"metadata": {"name": "kept"}}
+        )
+    finally:
+        proc.send_signal(sig)
+        assert proc.wait(30) == 0
+    proc, url = _start(tmp_path, "--data-dir", str(tmp_path / "data"))
+    try:
+        api = config.new_client_from_config(str(tmp_path / "kc"))
+        assert (
+            client.CoreV1Api(api).read_namespaced_config_map("kept", "default").metadata.name
+            == "kept"
+        )
+    finally:
+        proc.terminate()
+        assert proc.wait(30) == 0
+
+
+def test_corrupt_store_exits_1(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "store.sqlite").write_bytes(b"garbage" * 1000)
+    proc, first = _start(tmp_path, "--data-dir", str(data))
+    assert proc.wait(30) == 1
+    assert first == ""
+    assert proc.stderr is not None
+    err = proc.stderr.read()
+    assert "is corrupt" in err
+    assert str(data / "store.sqlite") in err
