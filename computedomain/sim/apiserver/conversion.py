@@ -88,6 +88,12 @@ def view_for(rt: ResourceType, storage: ResourceType | None) -> View:
     return View(gv, to_view, to_storage)
 
 
+def defaulting(view: View, default: Callable[[dict[str, Any]], dict[str, Any]]) -> View:
+    """``view`` followed by schema defaulting (objects stored before a schema change)."""
+    to_view = view.to_view
+    return View(view.id + "+defaults", lambda o: default(to_view(o)), view.to_storage)
+
+
 def field_label(rt: ResourceType, label: str) -> str:
     """Field-selector label of a view, translated to the stored field path."""
     if rt.conversion == "events.k8s.io/v1":

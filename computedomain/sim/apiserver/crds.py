@@ -244,6 +244,7 @@ class CrdController:
     def __init__(self, state: ApiState) -> None:
         self.state = state
         self.terminating: set[str] = set()  # CRD names whose objects are being cleaned up
+        self._schemas_of: dict[tuple[str, str, str], Any] = {}  # the raw schema served
 
     def on_event(self, ev: Event) -> None:
         if ev.skey != CRD_KEY:
@@ -263,6 +264,10 @@ class CrdController:
         except (KeyError, TypeError, AttributeError):
             return
         group, plural = spec["group"], spec["names"]["plural"]
+        before = {
+            rt.version: self._schemas_of.get((group, rt.version, plural))
+            for rt in self.state.registry.versions((group, plural))
+        }
         self.state.registry.remove(group, plural)
         for key in [k for k in self.state.schemas if k[0] == group and k[2] == plural]:
             del self.state.schemas[key]
@@ -275,6 +280,13 @@ class CrdController:
             except SchemaError:  # stored by an older server that accepted it: serve unchecked
                 schema = PassThroughSchema()
             self.state.schemas[(group, rt.version, plural)] = schema
+            raw = (version.get("schema") or {}).get("openAPIV3Schema")
+            key = (group, rt.version, plural)
+            if before.get(rt.version) not in (None, raw) and self.state.store.count(
+                (group, plural)
+            ):
+                self.state.default_on_read.add(key)
+            self._schemas_of[key] = raw
 
     def _unserve(self, crd: dict[str, Any]) -> None:
         spec = crd.get("spec") or {}
@@ -283,6 +295,8 @@ class CrdController:
         self.state.registry.remove(group, plural)
         for key in [k for k in self.state.schemas if k[0] == group and k[2] == plural]:
             del self.state.schemas[key]
+            self.state.default_on_read.discard(key)
+            self._schemas_of.pop(key, None)
         self.state.hub.close_all((group, plural))
         self.state.store.drop((group, plural))
         self.terminating.discard(crd["metadata"]["name"])

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 from aiohttp import web
 
 from . import conversion, deletion, reads, status, subresources, tables, wire, writes
@@ -29,6 +30,16 @@ def resolve(
     state: ApiState, info: RequestInfo
 ) -> tuple[ResourceType, ResourceType, conversion.View]:
     """(served resource, storage resource, view) for a request; 404 if not served."""
+    rt, srt, view = _resolve(state, info)
+    key = (rt.group, rt.version, rt.plural)
+    if rt.custom and key in state.default_on_read:
+        view = conversion.defaulting(view, state.schemas[key].default)
+    return rt, srt, view
+
+
+def _resolve(
+    state: ApiState, info: RequestInfo
+) -> tuple[ResourceType, ResourceType, conversion.View]:
     rt = state.registry.get(info.group, info.version, info.resource)
     if rt is None:
         raise not_found_generic()
@@ -39,14 +50,12 @@ def resolve(
         if storage is None:
             raise not_found_generic()
         return rt, storage, conversion.view_for(rt, storage)
-    if rt.custom:
-        versions = [r for r in state.registry.versions(rt.storage_key) if not r.conversion]
-        if len(versions) > 1:
-            return (
-                rt,
-                rt,
-                conversion.view_for(rt, versions[0] if versions[0] != rt else versions[-1]),
-            )
+    if rt.custom and rt.storage_version and rt.storage_version != rt.version:
+        # Objects are stored in the storage version (conversion strategy None: only the
+        # apiVersion differs), as kube-apiserver stores them.
+        storage = state.registry.get(rt.group, rt.storage_version, rt.plural)
+        storage = storage or attrs.evolve(rt, version=rt.storage_version)
+        return rt, storage, conversion.view_for(rt, storage)
     return rt, rt, conversion.IDENTITY
 
 
@@ -94,7 +103,9 @@ async def handle(request: web.Request, state: ApiState, info: RequestInfo) -> we
     if verb == "create":
         _reject_dry_run(query)
         obj = await _body_object(request, state)
-        obj = view.to_storage(obj) if view.id else obj
+        if view.id:
+            writes.check_kind(rt, obj)
+            obj = view.to_storage(obj)
         result = writes.create(
             state, _write_rt(rt, srt), ns, obj, field_validation=_field_validation(query)
         )
@@ -102,7 +113,9 @@ async def handle(request: web.Request, state: ApiState, info: RequestInfo) -> we
     if verb == "update":
         _reject_dry_run(query)
         obj = await _body_object(request, state)
-        obj = view.to_storage(obj) if view.id else obj
+        if view.id:
+            writes.check_kind(rt, obj)
+            obj = view.to_storage(obj)
         result = writes.update(
             state, _write_rt(rt, srt), ns, info.name, obj, field_validation=_field_validation(query)
         )
@@ -118,6 +131,8 @@ async def handle(request: web.Request, state: ApiState, info: RequestInfo) -> we
             content_type=request.headers.get("Content-Type", ""),
             body=body,
             field_validation=_field_validation(query),
+            view=view,
+            served=rt,
         )
         return wire.raw_response(view.render(result.entry.raw), 200, result.warnings)
     if verb == "delete":
@@ -141,8 +156,8 @@ async def handle(request: web.Request, state: ApiState, info: RequestInfo) -> we
 
 
 def _write_rt(rt: ResourceType, srt: ResourceType) -> ResourceType:
-    """The resource type writes are checked against (the storage one for converted views)."""
-    return srt if rt.conversion else rt
+    """The resource type writes are checked against: the storage one for converted views."""
+    return srt
 
 
 def _name_pin(flt: reads.Filter, name: str) -> FieldSelector:

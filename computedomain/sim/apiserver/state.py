@@ -81,6 +81,9 @@ class ApiState:
     stopping: asyncio.Event = attrs.field(factory=asyncio.Event)
     # (group, version, plural) -> compiled schema of a CRD-served version
     schemas: dict[tuple[str, str, str], Schema] = attrs.field(factory=dict)
+    # CRD versions whose schema changed while objects were stored: defaulted on every read,
+    # as kube-apiserver defaults stored objects when it decodes them.
+    default_on_read: set[tuple[str, str, str]] = attrs.field(factory=set)
     # Objects whose "kubernetes" namespace finalizer the namespace controller must process.
     namespace_notify: Callable[[str], None] = lambda name: None
     # Authentication/authorization (None: open server, see security.py).

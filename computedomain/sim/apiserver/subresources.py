@@ -41,18 +41,23 @@ async def handle(
         if method == "PUT":
             body = await wire.read_body(request, state.config.max_body_bytes)
             obj = wire.decode_object(body, request.headers.get("Content-Type", ""))
-            res = writes.update(state, rt, ns, info.name, obj, subresource="status")
+            if view.id:
+                writes.check_kind(rt, obj)
+                obj = view.to_storage(obj)
+            res = writes.update(state, srt, ns, info.name, obj, subresource="status")
             return wire.raw_response(view.render(res.entry.raw), 200, res.warnings)
         if method == "PATCH":
             body = await wire.read_body(request, state.config.max_body_bytes)
             res = writes.patch(
                 state,
-                rt,
+                srt,
                 ns,
                 info.name,
                 content_type=request.headers.get("Content-Type", ""),
                 body=body,
                 subresource="status",
+                view=view,
+                served=rt,
             )
             return wire.raw_response(view.render(res.entry.raw), 200, res.warnings)
     elif method == "POST" and sub == "binding":

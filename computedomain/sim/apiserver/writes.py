@@ -20,7 +20,8 @@ from typing import Any
 
 import attrs
 
-from . import admission, objects, patching, status
+from . import admission, conversion, objects, patching, status
+from .crds import CRD_KEY
 from .registry import ResourceType
 from .state import ApiState
 from .store import Entry, Event
@@ -144,6 +145,12 @@ def create(
     assert isinstance(name, str)
     if rt.namespaced:
         _check_namespace(state, rt, namespace, name)
+    if rt.custom:
+        crd = state.store.get(CRD_KEY, f"{rt.plural}.{rt.group}")
+        if crd is not None and b'"deletionTimestamp"' in crd.raw:
+            raise status.method_not_allowed(
+                "create not allowed while custom resource definition is terminating"
+            )
     key = objects.key_of(namespace, name)
     if state.store.get(rt.storage_key, key) is not None:
         raise status.already_exists(rt.plural, rt.group, name)
@@ -238,6 +245,7 @@ def replace(
     if "generation" in om:
         meta["generation"] = om["generation"]
     obj, unknown = admission.mutate(state, rt, obj, create=False)
+    meta = obj["metadata"]  # mutation may have produced new dicts
     warnings = _field_validation(rt, unknown, field_validation)
     if "generation" in om and objects.spec_view(rt, obj) != objects.spec_view(rt, old):
         meta["generation"] = int(om["generation"]) + 1
@@ -295,13 +303,24 @@ def patch(
     body: bytes,
     subresource: str = "",
     field_validation: str = "Warn",
+    view: conversion.View = conversion.IDENTITY,
+    served: ResourceType | None = None,
 ) -> WriteResult:
-    """Apply a merge/JSON/strategic-merge patch to the current object."""
+    """Apply a merge/JSON/strategic-merge patch to the current object.
+
+    ``rt`` is the storage resource; with a version ``view`` the patch applies to the object
+    as ``served`` (the requested resource) shows it, as clients wrote it against that form.
+    """
     current = get_current(state, rt, namespace, name)
     old = current.decode()
-    new = patching.apply_patch(rt, content_type, old, body)
+    shown = view.to_view(current.decode()) if view.id else old
+    new = patching.apply_patch(served or rt, content_type, shown, body)
     if not isinstance(new, dict):
         raise status.bad_request("the patch produced something that is not an object")
+    if view.id:
+        if new.get("apiVersion") != shown.get("apiVersion"):
+            raise status.bad_request("apiVersion cannot be changed by a patch")
+        new = view.to_storage(new)
     nm = new.get("metadata")
     if not isinstance(nm, dict):
         raise status.bad_request("metadata must be an object")
