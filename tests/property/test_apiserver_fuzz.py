@@ -57,7 +57,7 @@ SESSION = requests.Session()
 
 
 @settings(
-    max_examples=200,
+    max_examples=150,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
