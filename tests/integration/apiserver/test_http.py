@@ -162,6 +162,21 @@ def test_field_selectors_and_binding(api_client: client.ApiClient, namespace: st
     assert [(c.type, c.status) for c in conditions] == [("PodScheduled", "True")]
 
 
+def test_eviction_deletes_the_pod(api_client: client.ApiClient, namespace: str) -> None:
+    core = client.CoreV1Api(api_client)
+    core.create_namespaced_pod(
+        namespace,
+        {"metadata": {"name": "ev"}, "spec": {"containers": [{"name": "c", "image": "i"}]}},
+    )
+    core.create_namespaced_pod_eviction(
+        "ev",
+        namespace,
+        {"metadata": {"name": "ev", "namespace": namespace}},
+        _preload_content=False,
+    )
+    assert core.list_namespaced_pod(namespace).items == []
+
+
 def test_events_are_served_by_both_apis(api_client: client.ApiClient, namespace: str) -> None:
     core = client.CoreV1Api(api_client)
     events = client.EventsV1Api(api_client)
