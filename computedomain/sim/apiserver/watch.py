@@ -56,6 +56,12 @@ def _with_rv(raw: bytes, rv: int) -> bytes:
     return dumps(obj)
 
 
+def _new_cache(ev: Event) -> dict[Any, bytes]:
+    cache: dict[Any, bytes] = {}
+    ev.cache = cache
+    return cache
+
+
 class Watcher:
     """One watch stream's filter and pending output."""
 
@@ -121,10 +127,11 @@ class Watcher:
         if old_ok:
             assert ev.prev is not None
             key = ("SELDEL", self.view_id)
-            line = ev.cache.get(key)
+            cache = ev.cache if ev.cache is not None else _new_cache(ev)
+            line = cache.get(key)
             if line is None:
                 raw = _with_rv(ev.prev.raw, ev.rv)
-                line = ev.cache[key] = frame(
+                line = cache[key] = frame(
                     event_line("DELETED", self.view(raw) if self.view else raw)
                 )
             return line
@@ -132,10 +139,11 @@ class Watcher:
 
     def _line(self, ev: Event, type_: str, entry: Entry) -> bytes:
         key = (type_, self.view_id)
-        line = ev.cache.get(key)
+        cache = ev.cache if ev.cache is not None else _new_cache(ev)
+        line = cache.get(key)
         if line is None:
             raw = self.view(entry.raw) if self.view else entry.raw
-            line = ev.cache[key] = frame(event_line(type_, raw))
+            line = cache[key] = frame(event_line(type_, raw))
         return line
 
     def offer(self, ev: Event) -> bool:
