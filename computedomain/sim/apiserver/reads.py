@@ -301,6 +301,3 @@ async def watch(
 def object_key(rt: ResourceType, namespace: str, name: str) -> str:
     return f"{namespace}/{name}" if rt.namespaced else name
 
-
-def decode_json(raw: bytes) -> Any:
-    return json.loads(raw)
