@@ -15,7 +15,6 @@ import bisect
 import json
 import time
 from collections.abc import Mapping
-from typing import Any
 
 import attrs
 from aiohttp import web
