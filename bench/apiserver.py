@@ -33,6 +33,8 @@ from typing import Any
 
 import psutil
 
+from computedomain.sim.apiserver import testing
+
 REPO = Path(__file__).resolve().parents[1]
 GROUP, VERSION, PLURAL = "resource.nvidia.com", "v1beta1", "computedomains"
 
@@ -47,24 +49,6 @@ def _cd(name: str, note: str = "") -> dict[str, Any]:
         "metadata": meta,
         "spec": {"numNodes": 0, "channel": {"resourceClaimTemplate": {"name": f"{name}-rct"}}},
     }
-
-
-def start_server(tmp: Path) -> tuple[subprocess.Popen[str], str, str]:
-    kubeconfig = tmp / "kubeconfig"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "computedomain.cli.main", "sim", "apiserver", "--port", "0",
-         "--kubeconfig", str(kubeconfig), "--crds", str(REPO / "deployments" / "base" / "crds")],
-        stdout=subprocess.PIPE,
-        text=True,
-        cwd=REPO,
-    )  # fmt: skip
-    assert proc.stdout is not None
-    url = proc.stdout.readline().strip()
-    proc.stdout.readline()  # the kubeconfig line
-    import yaml
-
-    token = yaml.safe_load(kubeconfig.read_text())["users"][0]["user"]["token"]
-    return proc, url, token
 
 
 def api(url: str, token: str) -> Any:
@@ -279,29 +263,26 @@ def main() -> int:
         asyncio.run(_watchers(url, token, ns, int(count), float(duration)))
         return 0
     scale = 0.2 if args.quick else 1.0
-    with tempfile.TemporaryDirectory() as tmp:
-        proc, url, token = start_server(Path(tmp))
-        try:
-            result = {
-                "machine": {
-                    "cpus": os.cpu_count(),
-                    "python": sys.version.split()[0],
-                    "load_average_1m_at_start": os.getloadavg()[0],
-                },
-                "crud_1_thread": load(
-                    url, token, proc.pid, threads=1, per_thread=int(1500 * scale), ns="bench-1"
-                ),
-                "crud_8_threads": load(
-                    url, token, proc.pid, threads=8, per_thread=int(400 * scale), ns="bench-8"
-                ),
-                "watch_fanout": fanout(
-                    url, token, proc.pid, watchers=200, procs=2, duration=10.0 * scale
-                ),
-                "memory": memory(url, token, proc.pid, int(10_000 * scale)),
-            }
-        finally:
-            proc.terminate()
-            proc.wait(30)
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        testing.spawned(Path(tmp), "--crds", str(REPO / "deployments" / "base" / "crds")) as srv,
+    ):
+        pid, url, token = srv.process.pid, srv.url, srv.token
+        result = {
+            "machine": {
+                "cpus": os.cpu_count(),
+                "python": sys.version.split()[0],
+                "load_average_1m_at_start": os.getloadavg()[0],
+            },
+            "crud_1_thread": load(
+                url, token, pid, threads=1, per_thread=int(1500 * scale), ns="bench-1"
+            ),
+            "crud_8_threads": load(
+                url, token, pid, threads=8, per_thread=int(400 * scale), ns="bench-8"
+            ),
+            "watch_fanout": fanout(url, token, pid, watchers=200, procs=2, duration=10.0 * scale),
+            "memory": memory(url, token, pid, int(10_000 * scale)),
+        }
     print(json.dumps(result, indent=2))
     return 0
 

@@ -299,4 +299,3 @@ async def watch(
 
 def object_key(rt: ResourceType, namespace: str, name: str) -> str:
     return f"{namespace}/{name}" if rt.namespaced else name
-

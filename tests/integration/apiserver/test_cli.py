@@ -8,8 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import requests
 import yaml
 from kubernetes import client, config
+
+from computedomain.sim.apiserver import testing
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -77,3 +80,13 @@ def test_corrupt_store_exits_1(tmp_path: Path) -> None:
     err = proc.stderr.read()
     assert "is corrupt" in err
     assert str(data / "store.sqlite") in err
+
+
+def test_spawned_server_with_rbac(tmp_path: Path) -> None:
+    with testing.spawned(tmp_path, "--rbac") as srv:
+        assert requests.get(srv.url + "/api", timeout=5).status_code == 401
+        headers = {"Authorization": f"Bearer {srv.token}"}
+        assert (
+            requests.get(srv.url + "/api/v1/nodes", headers=headers, timeout=5).status_code == 200
+        )
+    assert srv.process.returncode == 0
