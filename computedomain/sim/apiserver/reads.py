@@ -209,7 +209,7 @@ def _truthy(query: Mapping[str, str], name: str) -> bool:
 
 
 async def watch(
-    request: web.Request,
+    request: web.BaseRequest,
     state: ApiState,
     rt: ResourceType,
     *,

@@ -73,7 +73,9 @@ def _reject_dry_run(query: Any) -> None:
         raise status.bad_request("dryRun is not supported by this server")
 
 
-async def handle(request: web.Request, state: ApiState, info: RequestInfo) -> web.StreamResponse:
+async def handle(
+    request: web.BaseRequest, state: ApiState, info: RequestInfo
+) -> web.StreamResponse:
     """Serve one resource request; raises :class:`.status.ApiStatusError` on failure."""
     rt, srt, view = resolve(state, info)
     query = request.query
@@ -164,12 +166,12 @@ def _name_pin(flt: reads.Filter, name: str) -> FieldSelector:
     return FieldSelector((*flt.fields.terms, ("metadata.name", "=", name)))
 
 
-async def _body_object(request: web.Request, state: ApiState) -> dict[str, Any]:
+async def _body_object(request: web.BaseRequest, state: ApiState) -> dict[str, Any]:
     body = await wire.read_body(request, state.config.max_body_bytes)
     return wire.decode_object(body, request.headers.get("Content-Type", ""))
 
 
-async def _delete_options(request: web.Request, state: ApiState) -> deletion.DeleteOptions:
+async def _delete_options(request: web.BaseRequest, state: ApiState) -> deletion.DeleteOptions:
     body = await wire.read_body(request, state.config.max_body_bytes)
     data: Any = None
     if body.strip():

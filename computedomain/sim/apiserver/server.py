@@ -75,7 +75,7 @@ class EmbeddedApiServer:
         self.compile_schema: SchemaCompiler = compile_schema or StructuralSchema.compile
         self.admin_token = admin_token or secrets.token_urlsafe(32)
         self.state: ApiState | None = None
-        self._runner: web.AppRunner | None = None
+        self._runner: web.ServerRunner | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._persistence: SqlitePersistence | None = None
         self.collector: Collector | None = None
@@ -117,8 +117,7 @@ class EmbeddedApiServer:
         state = self.build()
         assert self.collector is not None
         self._tasks.append(asyncio.create_task(self.collector.run(), name="apiserver-gc"))
-        application = app_module.build(state, self.stages)
-        self._runner = web.AppRunner(application, access_log=None, handle_signals=False)
+        self._runner = web.ServerRunner(app_module.build(state, self.stages), handle_signals=False)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port, reuse_address=True)
         await site.start()

@@ -21,7 +21,7 @@ def _success(code: int = 201) -> dict[str, Any]:
 
 
 async def handle(
-    request: web.Request,
+    request: web.BaseRequest,
     state: ApiState,
     info: RequestInfo,
     *,
@@ -80,7 +80,7 @@ async def handle(
     )
 
 
-async def _body(request: web.Request, state: ApiState) -> dict[str, Any]:
+async def _body(request: web.BaseRequest, state: ApiState) -> dict[str, Any]:
     raw = await wire.read_body(request, state.config.max_body_bytes)
     return wire.decode_object(raw, request.headers.get("Content-Type", ""))
 

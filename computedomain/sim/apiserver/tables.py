@@ -25,7 +25,7 @@ TABLE_TYPE = "application/json;as=Table;v=v1;g=meta.k8s.io"
 Row = Callable[[dict[str, Any], dt.datetime], list[Any]]
 
 
-def wants_table(request: web.Request) -> bool:
+def wants_table(request: web.BaseRequest) -> bool:
     accept = request.headers.get("Accept", "")
     for part in accept.split(","):
         params = {p.strip() for p in part.split(";")[1:]}
@@ -211,7 +211,7 @@ def _partial(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def _table(
-    request: web.Request,
+    request: web.BaseRequest,
     state: ApiState,
     rt: ResourceType,
     items: list[dict[str, Any]],
@@ -242,7 +242,7 @@ def _table(
 
 
 def respond_object(
-    request: web.Request, state: ApiState, rt: ResourceType, raw: bytes
+    request: web.BaseRequest, state: ApiState, rt: ResourceType, raw: bytes
 ) -> web.Response:
     if not wants_table(request):
         return wire.raw_response(raw)
@@ -253,7 +253,7 @@ def respond_object(
 
 
 def respond_list(
-    request: web.Request, state: ApiState, rt: ResourceType, body: bytes
+    request: web.BaseRequest, state: ApiState, rt: ResourceType, body: bytes
 ) -> web.Response:
     if not wants_table(request):
         return wire.raw_response(body)

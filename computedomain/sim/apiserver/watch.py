@@ -254,7 +254,7 @@ class WatchHub:
 
 
 async def serve_watch(
-    request: web.Request,
+    request: web.BaseRequest,
     watcher: Watcher,
     hub: WatchHub,
     *,

@@ -22,7 +22,7 @@ _YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml")
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-async def read_body(request: web.Request, limit: int) -> bytes:
+async def read_body(request: web.BaseRequest, limit: int) -> bytes:
     """The whole request body; 413 once it exceeds ``limit`` bytes."""
     declared = request.content_length
     if declared is not None and declared > limit:

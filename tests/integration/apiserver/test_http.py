@@ -19,7 +19,7 @@ from tests.conftest import CRD_FIXTURES
 
 
 @web.middleware
-async def too_many_on_header(request: web.Request, handler: Handler) -> web.StreamResponse:
+async def too_many_on_header(request: web.BaseRequest, handler: Handler) -> web.StreamResponse:
     """A stand-in for a fault-injection stage: answers 429 when asked to."""
     if request.headers.get("X-Inject") == "429" and request[INFO].is_resource:
         resp = web.json_response({"kind": "Status", "code": 429}, status=429)
