@@ -21,6 +21,9 @@ from tests.conftest import CRD_FIXTURES
 @web.middleware
 async def too_many_on_header(request: web.BaseRequest, handler: Handler) -> web.StreamResponse:
     """A stand-in for a fault-injection stage: answers 429 when asked to."""
+    if request.headers.get("X-Inject") == "boom":
+        msg = "injected failure"
+        raise RuntimeError(msg)
     if request.headers.get("X-Inject") == "429" and request[INFO].is_resource:
         resp = web.json_response({"kind": "Status", "code": 429}, status=429)
         resp.headers["Retry-After"] = "1"
@@ -256,3 +259,14 @@ def test_extra_stage_runs_after_classification(apiserver: testing.RunningServer)
     assert resp.status_code == 429
     assert resp.headers["Retry-After"] == "1"
     assert call(apiserver, "GET", "/version", **{"X-Inject": "429"}).status_code == 200
+
+
+def test_unexpected_exception_is_a_logged_500_status(
+    apiserver: testing.RunningServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    resp = call(apiserver, "GET", CMS, **{"X-Inject": "boom"})
+    assert resp.status_code == 500
+    assert resp.json()["reason"] == "InternalError"
+    assert resp.json()["message"] == "Internal error occurred: RuntimeError: injected failure"
+    assert any("internal error serving GET" in r.getMessage() for r in caplog.records)
+    assert call(apiserver, "GET", CMS).status_code == 200, "the server keeps serving"
