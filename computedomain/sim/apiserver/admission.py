@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import crds, defaults, objects, status
+from . import crds, defaults, kindvalidation, objects, status
 from .registry import ResourceType
 from .state import ApiState
 from .validation import validate_metadata, validate_metadata_update
@@ -48,6 +48,8 @@ def validate(
         causes += validate_metadata(rt.kind, obj, namespaced=rt.namespaced)
     if old is not None:
         causes += validate_metadata_update(obj, old)
+    if not rt.custom and not status_only:
+        causes += kindvalidation.validate(rt.group, rt.kind, obj, old)
     if rt.custom:
         schema = state.schemas.get((rt.group, rt.version, rt.plural))
         if schema is not None:

@@ -83,7 +83,13 @@ def test_generation_and_status_subresource(state: ApiState) -> None:
     ds_rt = rt(state, "apps", "daemonsets")
     body = {
         "metadata": {"name": "ds"},
-        "spec": {"selector": {}, "template": {"spec": {"containers": []}}},
+        "spec": {
+            "selector": {"matchLabels": {"app": "x"}},
+            "template": {
+                "metadata": {"labels": {"app": "x"}},
+                "spec": {"containers": [{"name": "c", "image": "i"}]},
+            },
+        },
         "status": {"numberReady": 9},
     }
     ds = writes.create(state, ds_rt, NS, body).entry.decode()
