@@ -128,7 +128,10 @@ class Collector:
             await self.wake.wait()
             self.wake.clear()
             await asyncio.sleep(self.state.config.gc_interval)
-            self.step()
+            try:
+                self.step()
+            except Exception:  # keep collecting: a bug here must not stop the controllers
+                log.exception("gc: step failed")
 
     def step(self) -> None:
         """Process everything queued so far (synchronously)."""
