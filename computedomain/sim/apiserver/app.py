@@ -59,4 +59,7 @@ def build(state: ApiState, extra_stages: list[Any]) -> web.Server:
     """The low-level aiohttp server for ``state``; ``extra_stages`` run after
     classification (see :mod:`.pipeline`)."""
     handler = compose(state, extra_stages, dispatch)
-    return web.Server(handler, max_field_size=64 * 1024, access_log=None)
+    # handler_cancellation: a watch whose client went away ends at once (its task is
+    # cancelled), instead of lingering until its timeout. Writes are synchronous between their
+    # awaits (reading the body), so a cancelled write never leaves half a change.
+    return web.Server(handler, max_field_size=64 * 1024, access_log=None, handler_cancellation=True)
