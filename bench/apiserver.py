@@ -6,9 +6,12 @@ watch fan-out, from separate watcher processes (raw aiohttp streams, so that cli
 decoding does not bound the figure).
 
 Measured:
-* creates/s and gets/s of ComputeDomains through ``CustomObjectsApi`` with 1 and 8 threads;
-* watch fan-out: 1 writer, N watchers: events delivered per second (all watchers together) and
-  p50/p99 delivery latency (write request sent → event line received);
+* creates/s and gets/s of ComputeDomains through ``CustomObjectsApi`` with 1 and 8 threads,
+  with the CPU time the server and the client process spent per request (the throughput
+  on a small, shared machine is bounded by their sum);
+* watch fan-out: 1 writer, N watchers: events delivered per second (all watchers together),
+  p50/p99 delivery latency (write request sent → event line received) and the server's CPU
+  time per delivered event;
 * memory: the server's RSS growth per stored ComputeDomain over 10k objects, and that growth
   minus the object's JSON size.
 
@@ -93,12 +96,13 @@ def load(
         for t in ts:
             t.start()
         barrier.wait()
-        start, cpu0 = time.perf_counter(), _cpu(pid)
+        start, cpu0, own0 = time.perf_counter(), _cpu(pid), _cpu(os.getpid())
         for t in ts:
             t.join()
         n = threads * per_thread
         out[f"{verb}s_per_s"] = round(n / (time.perf_counter() - start), 1)
         out[f"server_cpu_ms_per_{verb}"] = round((_cpu(pid) - cpu0) / n * 1000, 3)
+        out[f"client_cpu_ms_per_{verb}"] = round((_cpu(os.getpid()) - own0) / n * 1000, 3)
     return out
 
 
