@@ -109,7 +109,7 @@ def _int_param(query: Mapping[str, str], name: str) -> int | None:
 
 
 async def _wait_for_rv(state: ApiState, rv: int) -> None:
-    deadline = time.monotonic() + 3.0
+    deadline = time.monotonic() + state.config.future_rv_wait
     while state.store.rv < rv:
         if time.monotonic() > deadline:
             raise status.ApiStatusError(

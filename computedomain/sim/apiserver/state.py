@@ -66,6 +66,8 @@ class ServerConfig:
     default_watch_timeout: float = 1800.0
     max_watch_pending: int = 20_000
     gc_interval: float = 0.05  # how often the garbage collector drains its queue
+    # How long a list waits for a resourceVersion newer than the store's before a 504.
+    future_rv_wait: float = 3.0
     rbac: bool = False
     require_auth: bool = False
 

@@ -15,6 +15,7 @@ from kubernetes import client
 
 from computedomain.sim.apiserver import testing
 from computedomain.sim.apiserver.pipeline import INFO, Handler
+from computedomain.sim.apiserver.state import ServerConfig
 from tests.conftest import CRD_FIXTURES
 
 
@@ -34,7 +35,8 @@ async def too_many_on_header(request: web.BaseRequest, handler: Handler) -> web.
 @pytest.fixture(scope="module")
 def apiserver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[testing.RunningServer]:
     directory: Path = tmp_path_factory.mktemp("http")
-    with testing.running(directory, stages=[too_many_on_header]) as running:
+    config = ServerConfig(future_rv_wait=0.2)
+    with testing.running(directory, stages=[too_many_on_header], config=config) as running:
         running.install_crds([CRD_FIXTURES])
         yield running
 
@@ -270,3 +272,13 @@ def test_unexpected_exception_is_a_logged_500_status(
     assert resp.json()["message"] == "Internal error occurred: RuntimeError: injected failure"
     assert any("internal error serving GET" in r.getMessage() for r in caplog.records)
     assert call(apiserver, "GET", CMS).status_code == 200, "the server keeps serving"
+
+
+def test_list_at_a_future_resource_version_times_out(apiserver: testing.RunningServer) -> None:
+    current = int(call(apiserver, "GET", CMS).json()["metadata"]["resourceVersion"])
+    resp = call(apiserver, "GET", f"{CMS}?resourceVersion={current + 1000}")
+    assert resp.status_code == 504
+    assert resp.json()["reason"] == "Timeout"
+    assert resp.json()["message"].startswith(f"Too large resource version: {current + 1000}")
+    exact = call(apiserver, "GET", f"{CMS}?resourceVersion=1&resourceVersionMatch=Exact")
+    assert exact.status_code in (200, 410)

@@ -48,10 +48,24 @@ async def test_restart_keeps_objects_crds_and_rv(tmp_path: Path) -> None:
         )
         assert code == 201
         await _req(server, "DELETE", "/api/v1/namespaces/default/configmaps/never")
+        await _req(
+            server,
+            "POST",
+            "/api/v1/namespaces/default/serviceaccounts",
+            {"metadata": {"name": "sa"}},
+        )
+        code, issued = await _req(
+            server, "POST", "/api/v1/namespaces/default/serviceaccounts/sa/token", {"spec": {}}
+        )
+        assert code == 201
         last_rv = server.state.store.rv  # type: ignore[union-attr]
     async with EmbeddedApiServer(data_dir=tmp_path, admin_token="t") as again:
         assert again.state is not None
         assert again.state.store.rv == last_rv
+        assert again.state.authenticator is not None
+        user = again.state.authenticator.authenticate(issued["status"]["token"])
+        assert user is not None, "tokens issued before a restart stay valid"
+        assert user.name == "system:serviceaccount:default:sa"
         code, got = await _req(again, "GET", "/api/v1/namespaces/default/configmaps/keep")
         assert code == 200
         assert got == cm
