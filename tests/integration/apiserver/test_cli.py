@@ -90,3 +90,27 @@ def test_spawned_server_with_rbac(tmp_path: Path) -> None:
             requests.get(srv.url + "/api/v1/nodes", headers=headers, timeout=5).status_code == 200
         )
     assert srv.process.returncode == 0
+
+
+def test_acknowledged_writes_survive_a_kill(tmp_path: Path) -> None:
+    data = str(tmp_path / "data")
+    with testing.spawned(tmp_path, "--data-dir", data) as srv:
+        headers = {"Authorization": f"Bearer {srv.token}"}
+        path = f"{srv.url}/api/v1/namespaces/default/configmaps"
+        acked = []
+        for i in range(30):
+            resp = requests.post(
+                path, json={"metadata": {"name": f"k{i}"}}, headers=headers, timeout=5
+            )
+            assert resp.status_code == 201
+            acked.append(int(resp.json()["metadata"]["resourceVersion"]))
+        srv.process.send_signal(signal.SIGKILL)
+        srv.process.wait(30)
+    with testing.spawned(tmp_path, "--data-dir", data) as srv:
+        headers = {"Authorization": f"Bearer {srv.token}"}
+        listed = requests.get(
+            f"{srv.url}/api/v1/namespaces/default/configmaps", headers=headers, timeout=5
+        ).json()
+        names = {i["metadata"]["name"] for i in listed["items"]}
+        assert {f"k{i}" for i in range(30)} <= names
+        assert int(listed["metadata"]["resourceVersion"]) >= max(acked)
