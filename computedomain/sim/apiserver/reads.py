@@ -278,7 +278,11 @@ async def watch(
         state.hub.add(watcher)
     response = web.StreamResponse(headers={"Content-Type": wire.JSON})
     response.enable_chunked_encoding()
-    await response.prepare(request)
+    try:
+        await response.prepare(request)
+    except BaseException:  # the client went away (or was cancelled) before the stream began
+        state.hub.remove(watcher)
+        raise
 
     def bookmark() -> bytes:
         return bookmark_line(rt.kind, rt.group_version, state.store.rv)
