@@ -212,3 +212,20 @@ def test_create_token(kubectl: Kubectl, apiserver: testing.RunningServer) -> Non
     short = kubectl("create", "token", "tok", "--duration=1m", check=False)
     assert short.returncode == 1
     assert "may not specify a duration less than 10 minutes" in short.stderr
+
+
+def test_diff_and_server_dry_run(kubectl: Kubectl) -> None:
+    kubectl("apply", "-f", str(CRDS))
+    kubectl("apply", "-f", "-", stdin=_cd("d1"))
+    same = kubectl("diff", "-f", "-", stdin=_cd("d1"), check=False)
+    assert same.returncode == 0, same.stderr
+    assert same.stdout == ""
+    labelled = yaml.safe_load(_cd("d1"))
+    labelled["metadata"]["labels"] = {"team": "blue"}
+    changed = kubectl("diff", "-f", "-", stdin=yaml.safe_dump(labelled), check=False)
+    assert changed.returncode == 1, changed.stderr
+    assert "+    team: blue" in changed.stdout
+    dry = kubectl("apply", "--dry-run=server", "-f", "-", stdin=_cd("d2")).stdout
+    assert dry.strip() == "computedomain.resource.nvidia.com/d2 created (server dry run)"
+    gone = kubectl("get", "computedomain", "d2", check=False)
+    assert gone.returncode == 1

@@ -68,11 +68,6 @@ def _field_validation(query: Any) -> str:
     return str(value)
 
 
-def _reject_dry_run(query: Any) -> None:
-    if query.get("dryRun"):
-        raise status.bad_request("dryRun is not supported by this server")
-
-
 async def handle(
     request: web.BaseRequest, state: ApiState, info: RequestInfo
 ) -> web.StreamResponse:
@@ -103,55 +98,59 @@ async def handle(
     if rt.namespaced and not ns and verb in ("create", "update", "patch", "delete"):
         raise not_found_generic()
     if verb == "create":
-        _reject_dry_run(query)
         obj = await _body_object(request, state)
         if view.id:
             writes.check_kind(rt, obj)
             obj = view.to_storage(obj)
-        result = writes.create(
-            state, _write_rt(rt, srt), ns, obj, field_validation=_field_validation(query)
-        )
+        with writes.dry_run(state, query):
+            result = writes.create(
+                state, _write_rt(rt, srt), ns, obj, field_validation=_field_validation(query)
+            )
         return wire.raw_response(view.render(result.entry.raw), 201, result.warnings)
     if verb == "update":
-        _reject_dry_run(query)
         obj = await _body_object(request, state)
         if view.id:
             writes.check_kind(rt, obj)
             obj = view.to_storage(obj)
-        result = writes.update(
-            state, _write_rt(rt, srt), ns, info.name, obj, field_validation=_field_validation(query)
-        )
+        with writes.dry_run(state, query):
+            result = writes.update(
+                state,
+                _write_rt(rt, srt),
+                ns,
+                info.name,
+                obj,
+                field_validation=_field_validation(query),
+            )
         return wire.raw_response(view.render(result.entry.raw), 200, result.warnings)
     if verb == "patch":
-        _reject_dry_run(query)
         body = await wire.read_body(request, state.config.max_body_bytes)
-        result = writes.patch(
-            state,
-            _write_rt(rt, srt),
-            ns,
-            info.name,
-            content_type=request.headers.get("Content-Type", ""),
-            body=body,
-            field_validation=_field_validation(query),
-            view=view,
-            served=rt,
-        )
+        with writes.dry_run(state, query):
+            result = writes.patch(
+                state,
+                _write_rt(rt, srt),
+                ns,
+                info.name,
+                content_type=request.headers.get("Content-Type", ""),
+                body=body,
+                field_validation=_field_validation(query),
+                view=view,
+                served=rt,
+            )
         return wire.raw_response(view.render(result.entry.raw), 200, result.warnings)
     if verb == "delete":
-        _reject_dry_run(query)
         opts = await _delete_options(request, state)
-        res = deletion.delete(state, _write_rt(rt, srt), ns, info.name, opts)
+        with writes.dry_run(state, query):
+            res = deletion.delete(state, _write_rt(rt, srt), ns, info.name, opts)
         if res.deleted and not deletion.returns_object(rt):
             return wire.json_response(deletion.success_status(rt, res.entry))
         code = 202 if (not res.deleted and opts.orphan_dependents is False) else 200
         return wire.raw_response(view.render(res.entry.raw), code)
     if verb == "deletecollection":
-        _reject_dry_run(query)
         opts = await _delete_options(request, state)
         flt = reads.parse_filter(rt, ns if rt.namespaced and ns else None, query)
-        return wire.raw_response(
-            _delete_collection(state, rt, srt=srt, view=view, flt=flt, opts=opts)
-        )
+        with writes.dry_run(state, query):
+            body = _delete_collection(state, rt, srt=srt, view=view, flt=flt, opts=opts)
+        return wire.raw_response(body)
     raise status.method_not_allowed(
         "the server does not allow this method on the requested resource"
     )

@@ -88,6 +88,8 @@ class ApiState:
     default_on_read: set[tuple[str, str, str]] = attrs.field(factory=set)
     # Objects whose "kubernetes" namespace finalizer the namespace controller must process.
     namespace_notify: Callable[[str], None] = lambda name: None
+    # True only inside one synchronous dry-run write (see rest.dry_run and writes.commit).
+    dry_run: bool = False
     # Authentication/authorization (None: open server, see security.py).
     authenticator: Authenticator | None = None
     authorizer: RBACAuthorizer | None = None

@@ -44,22 +44,26 @@ async def handle(
             if view.id:
                 writes.check_kind(rt, obj)
                 obj = view.to_storage(obj)
-            res = writes.update(state, srt, ns, info.name, obj, subresource="status")
+            with writes.dry_run(state, query):
+                res = writes.update(state, srt, ns, info.name, obj, subresource="status")
             return wire.raw_response(view.render(res.entry.raw), 200, res.warnings)
         if method == "PATCH":
             body = await wire.read_body(request, state.config.max_body_bytes)
-            res = writes.patch(
-                state,
-                srt,
-                ns,
-                info.name,
-                content_type=request.headers.get("Content-Type", ""),
-                body=body,
-                subresource="status",
-                view=view,
-                served=rt,
-            )
+            with writes.dry_run(state, query):
+                res = writes.patch(
+                    state,
+                    srt,
+                    ns,
+                    info.name,
+                    content_type=request.headers.get("Content-Type", ""),
+                    body=body,
+                    subresource="status",
+                    view=view,
+                    served=rt,
+                )
             return wire.raw_response(view.render(res.entry.raw), 200, res.warnings)
+    elif query.get("dryRun"):
+        raise status.bad_request(f"dryRun is not supported for {rt.plural}/{sub}")
     elif method == "POST" and sub == "binding":
         obj = await _body(request, state)
         _bind(state, rt, ns, info.name, obj)

@@ -15,7 +15,9 @@ last finalizer of an object being deleted (with no grace period left) deletes it
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import attrs
@@ -24,7 +26,7 @@ from . import admission, conversion, objects, patching, status
 from .crds import CRD_KEY
 from .registry import ResourceType
 from .state import ApiState
-from .store import Entry, Event
+from .store import Entry, Event, dumps
 
 _SERVER_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds")
 
@@ -38,7 +40,13 @@ class WriteResult:
 
 
 def commit(state: ApiState, rt: ResourceType, key: str, obj: dict[str, Any] | None) -> Event:
-    """Store ``obj`` (None: remove) with fresh index values; not idempotent."""
+    """Store ``obj`` (None: remove) with fresh index values; not idempotent.
+
+    In dry-run mode (``state.dry_run``, set around one synchronous write) nothing is stored:
+    the returned event describes what would have been, with the current resourceVersion.
+    """
+    if state.dry_run:
+        return _dry_commit(state, rt, key, obj)
     if obj is None:
         ev = state.store.commit(rt.storage_key, key, None)
     else:
@@ -47,6 +55,37 @@ def commit(state: ApiState, rt: ResourceType, key: str, obj: dict[str, Any] | No
             rt.storage_key, key, obj, labels=labels, fields=fields, owners=owners
         )
     return ev
+
+
+@contextlib.contextmanager
+def dry_run(state: ApiState, query: Any) -> Iterator[None]:
+    """Run the (synchronous) write inside in dry-run mode when ``dryRun=All`` was asked:
+    every check runs, nothing is stored (see :func:`.writes.commit`)."""
+    values = query.getall("dryRun", []) if hasattr(query, "getall") else []
+    for value in values:
+        if value != "All":
+            raise status.invalid(
+                "DryRun", "", "", [status.not_supported("dryRun", value, ("All",))]
+            )
+    state.dry_run = bool(values)
+    try:
+        yield
+    finally:
+        state.dry_run = False
+
+
+def _dry_commit(state: ApiState, rt: ResourceType, key: str, obj: dict[str, Any] | None) -> Event:
+    prev = state.store.get(rt.storage_key, key)
+    if obj is None:
+        assert prev is not None
+        return Event(state.store.rv, "DELETED", rt.storage_key, prev, prev)
+    meta = obj.get("metadata") or {}
+    if prev is None:
+        meta.pop("resourceVersion", None)  # a dry-run create has no version yet
+    labels, fields, owners = objects.index_values(rt, obj)
+    uid = str(meta.get("uid", ""))
+    entry = Entry(key, dumps(obj), prev.rv if prev else 0, uid, labels, fields, owners)
+    return Event(state.store.rv, "MODIFIED" if prev else "ADDED", rt.storage_key, entry, prev)
 
 
 def check_kind(rt: ResourceType, obj: dict[str, Any]) -> None:

@@ -69,7 +69,7 @@ CMS = "/api/v1/namespaces/default/configmaps"
         ("GET", CMS + "?labelSelector=a%20b", None, 400, "BadRequest"),
         ("GET", CMS + "?fieldSelector=spec.foo%3Dx", None, 400, "BadRequest"),
         ("PATCH", CMS + "/missing", {"data": {}}, 404, "NotFound"),
-        ("POST", CMS + "?dryRun=All", {"metadata": {"name": "d"}}, 400, "BadRequest"),
+        ("POST", CMS + "?dryRun=Bogus", {"metadata": {"name": "d"}}, 422, "Invalid"),
         ("POST", CMS + "?fieldValidation=Bogus", {"metadata": {"name": "d"}}, 400, "BadRequest"),
     ],
 )  # fmt: skip
@@ -282,3 +282,23 @@ def test_list_at_a_future_resource_version_times_out(apiserver: testing.RunningS
     assert resp.json()["message"].startswith(f"Too large resource version: {current + 1000}")
     exact = call(apiserver, "GET", f"{CMS}?resourceVersion=1&resourceVersionMatch=Exact")
     assert exact.status_code in (200, 410)
+
+
+def test_dry_run_checks_everything_and_stores_nothing(apiserver: testing.RunningServer) -> None:
+    created = call(apiserver, "POST", CMS + "?dryRun=All", {"metadata": {"name": "dry"}})
+    assert created.status_code == 201
+    assert created.json()["metadata"]["uid"]
+    assert "resourceVersion" not in created.json()["metadata"]
+    assert call(apiserver, "GET", CMS + "/dry").status_code == 404
+    invalid = call(apiserver, "POST", CMS + "?dryRun=All", {"metadata": {"name": "Dry_"}})
+    assert invalid.status_code == 422
+    stored = call(apiserver, "POST", CMS, {"metadata": {"name": "dry"}, "data": {"a": "1"}}).json()
+    patched = call(
+        apiserver, "PATCH", CMS + "/dry?dryRun=All", {"data": {"a": "2"}},
+        **{"Content-Type": "application/merge-patch+json"},
+    )  # fmt: skip
+    assert patched.json()["data"] == {"a": "2"}
+    assert patched.json()["metadata"]["resourceVersion"] == stored["metadata"]["resourceVersion"]
+    assert call(apiserver, "GET", CMS + "/dry").json() == stored
+    assert call(apiserver, "DELETE", CMS + "/dry?dryRun=All").status_code == 200
+    assert call(apiserver, "GET", CMS + "/dry").json() == stored
