@@ -27,6 +27,7 @@ from typing import Any
 from aiohttp import web
 
 from . import requestinfo, security, status, wire
+from .authn import UserInfo
 from .state import ApiState
 
 log = logging.getLogger(__name__)
@@ -36,7 +37,8 @@ Stage = Callable[[web.BaseRequest, Handler], Awaitable[web.StreamResponse]]
 
 STATE = web.RequestKey("state", ApiState)
 INFO = web.RequestKey("info", requestinfo.RequestInfo)
-USER = web.RequestKey("user", Any)  # an authn.UserInfo, or None when the server runs open
+# The authenticated user, or None when the server runs without authentication.
+USER: web.RequestKey[UserInfo | None] = web.RequestKey("user")
 
 
 @web.middleware

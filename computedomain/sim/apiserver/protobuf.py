@@ -1,10 +1,12 @@
 """Decoding of Kubernetes protobuf request bodies for the few kinds kubectl sends that way.
 
 kubectl's typed clients (``kubectl create token|configmap|secret|namespace|serviceaccount``,
-typed DeleteOptions) send ``application/vnd.kubernetes.protobuf`` bodies and do not fall back
-to JSON on a 415. This module turns such a body — the ``k8s\\0`` magic followed by a
-``runtime.Unknown`` envelope — into the JSON dict the rest of the server handles, for the
-kinds in :data:`SCHEMAS` (field numbers from the Kubernetes ``generated.proto`` files).
+``kubectl create role|clusterrole|rolebinding|clusterrolebinding``, ``kubectl auth
+whoami|can-i``, typed DeleteOptions) send ``application/vnd.kubernetes.protobuf`` bodies and
+do not fall back to JSON on a 415. This module turns such a body — the ``k8s\\0`` magic
+followed by a ``runtime.Unknown`` envelope — into the JSON dict the rest of the server
+handles, for the kinds in :data:`SCHEMAS` (field numbers from the Kubernetes
+``generated.proto`` files).
 Other kinds stay 415. Responses are always JSON (clients accept it). Called by :mod:`.wire`;
 pure; raises :class:`ProtobufError`.
 """
@@ -88,6 +90,58 @@ SCHEMAS: dict[str, Schema] = {
         2: ("apiVersion", "string", ""),
         3: ("name", "string", ""),
         4: ("uid", "string", ""),
+    },
+    "SelfSubjectReview": {1: ("metadata", "message", "ObjectMeta")},
+    "SelfSubjectAccessReview": {
+        1: ("metadata", "message", "ObjectMeta"),
+        2: ("spec", "message", "SelfSubjectAccessReviewSpec"),
+    },
+    "SelfSubjectAccessReviewSpec": {
+        1: ("resourceAttributes", "message", "ResourceAttributes"),
+        2: ("nonResourceAttributes", "message", "NonResourceAttributes"),
+    },
+    "ResourceAttributes": {
+        1: ("namespace", "string", ""),
+        2: ("verb", "string", ""),
+        3: ("group", "string", ""),
+        4: ("version", "string", ""),
+        5: ("resource", "string", ""),
+        6: ("subresource", "string", ""),
+        7: ("name", "string", ""),
+    },
+    "NonResourceAttributes": {1: ("path", "string", ""), 2: ("verb", "string", "")},
+    "Role": {1: ("metadata", "message", "ObjectMeta"), 2: ("rules", "repeated", "PolicyRule")},
+    "ClusterRole": {
+        1: ("metadata", "message", "ObjectMeta"),
+        2: ("rules", "repeated", "PolicyRule"),
+    },
+    "PolicyRule": {
+        1: ("verbs", "repeated", "string"),
+        2: ("apiGroups", "repeated", "string"),
+        3: ("resources", "repeated", "string"),
+        4: ("resourceNames", "repeated", "string"),
+        5: ("nonResourceURLs", "repeated", "string"),
+    },
+    "RoleBinding": {
+        1: ("metadata", "message", "ObjectMeta"),
+        2: ("subjects", "repeated", "Subject"),
+        3: ("roleRef", "message", "RoleRef"),
+    },
+    "ClusterRoleBinding": {
+        1: ("metadata", "message", "ObjectMeta"),
+        2: ("subjects", "repeated", "Subject"),
+        3: ("roleRef", "message", "RoleRef"),
+    },
+    "Subject": {
+        1: ("kind", "string", ""),
+        2: ("apiGroup", "string", ""),
+        3: ("name", "string", ""),
+        4: ("namespace", "string", ""),
+    },
+    "RoleRef": {
+        1: ("apiGroup", "string", ""),
+        2: ("kind", "string", ""),
+        3: ("name", "string", ""),
     },
     "DeleteOptions": {
         1: ("gracePeriodSeconds", "int", ""),

@@ -13,7 +13,8 @@ from typing import Any
 import attrs
 from aiohttp import web
 
-from . import conversion, deletion, reads, status, subresources, tables, wire, writes
+from . import conversion, deletion, reads, reviews, status, subresources, tables, wire, writes
+from .pipeline import USER
 from .registry import ResourceType
 from .requestinfo import RequestInfo
 from .selectors import FieldSelector
@@ -97,6 +98,8 @@ async def handle(
         return tables.respond_list(request, state, rt, body)
     if rt.namespaced and not ns and verb in ("create", "update", "patch", "delete"):
         raise not_found_generic()
+    if rt.group in reviews.REVIEW_GROUPS:
+        return reviews.handle(state, rt, request[USER], await _body_object(request, state))
     if verb == "create":
         obj = await _body_object(request, state)
         if view.id:

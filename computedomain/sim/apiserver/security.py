@@ -85,7 +85,7 @@ def build(state: ApiState, *, admin_token: str, rbac: bool, data_dir: Path | Non
     state.config.require_auth = True
 
 
-def authenticate(state: ApiState, header: str) -> Any:
+def authenticate(state: ApiState, header: str) -> authn.UserInfo | None:
     """The user of a request (None when the server runs without authentication)."""
     if state.authenticator is None:
         return None
@@ -100,7 +100,7 @@ def authenticate(state: ApiState, header: str) -> Any:
     return user
 
 
-def authorize(state: ApiState, user: Any, info: RequestInfo) -> None:
+def authorize(state: ApiState, user: authn.UserInfo | None, info: RequestInfo) -> None:
     """Raise 403 unless the authorizer allows the request (no-op without one)."""
     if state.authorizer is None or user is None:
         return

@@ -19,6 +19,7 @@ Usage::
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
 import logging
@@ -42,6 +43,7 @@ from .registry import Registry
 from .schema import StructuralSchema
 from .state import ApiState, SchemaCompiler, ServerConfig
 from .store import Entry, Store
+from .tls import ServingCert, serving_cert
 from .watch import WatchHub
 
 log = logging.getLogger(__name__)
@@ -63,6 +65,7 @@ class EmbeddedApiServer:
         stages: Sequence[Any] = (),
         compile_schema: SchemaCompiler | None = None,
         admin_token: str | None = None,
+        tls: bool = False,
     ) -> None:
         self.host = host
         self.port = port
@@ -80,6 +83,8 @@ class EmbeddedApiServer:
         self._persistence: SqlitePersistence | None = None
         self.collector: Collector | None = None
         self.url = ""
+        self.tls = tls  # HTTPS; kubectl/client-go send tokens only over TLS (see tls.py)
+        self.serving_cert: ServingCert | None = None
 
     # ----------------------------------------------------------------- lifecycle
 
@@ -119,12 +124,20 @@ class EmbeddedApiServer:
         self._tasks.append(asyncio.create_task(self.collector.run(), name="apiserver-gc"))
         self._runner = web.ServerRunner(app_module.build(state, self.stages), handle_signals=False)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port, reuse_address=True)
+        ssl_context = None
+        if self.tls:
+            self.serving_cert = serving_cert(self.data_dir, self.host)
+            ssl_context = self.serving_cert.context()
+        site = web.TCPSite(
+            self._runner, self.host, self.port, reuse_address=True, ssl_context=ssl_context
+        )
         await site.start()
         sockets = getattr(site._server, "sockets", None)  # the port bound for port=0
         assert sockets
         self.port = int(sockets[0].getsockname()[1])
-        self.url = f"http://{self.host}:{self.port}"
+        scheme = "https" if self.tls else "http"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        self.url = f"{scheme}://{host}:{self.port}"
         log.info("embedded API server listening on %s", self.url)
 
     def _bootstrap(self, state: ApiState) -> None:
@@ -173,7 +186,7 @@ class EmbeddedApiServer:
         config = {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": "computedomain-sim", "cluster": {"server": self.url}}],
+            "clusters": [{"name": "computedomain-sim", "cluster": self._cluster_entry()}],
             "users": [{"name": user, "user": {"token": token or self.admin_token}}],
             "contexts": [
                 {
@@ -194,6 +207,14 @@ class EmbeddedApiServer:
         tmp.chmod(0o600)
         tmp.replace(path)
         return path
+
+    def _cluster_entry(self) -> dict[str, Any]:
+        entry: dict[str, Any] = {"server": self.url}
+        if self.serving_cert is not None:
+            entry["certificate-authority-data"] = base64.b64encode(
+                self.serving_cert.cert_pem
+            ).decode()
+        return entry
 
     async def install_crds(self, paths: Iterable[Path]) -> list[str]:
         """Create (or replace) every CustomResourceDefinition in the YAML files ``paths``

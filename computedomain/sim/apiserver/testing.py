@@ -45,6 +45,8 @@ class RunningServer:
         cfg = client.Configuration()
         cfg.host = self.url
         cfg.api_key = {"authorization": f"Bearer {token or self.token}"}
+        if self.server.serving_cert is not None:
+            cfg.ssl_ca_cert = str(self.server.serving_cert.cert_path)
         return client.ApiClient(cfg)
 
     def install_crds(self, paths: Iterable[Path]) -> list[str]:

@@ -114,3 +114,14 @@ def test_acknowledged_writes_survive_a_kill(tmp_path: Path) -> None:
         names = {i["metadata"]["name"] for i in listed["items"]}
         assert {f"k{i}" for i in range(30)} <= names
         assert int(listed["metadata"]["resourceVersion"]) >= max(acked)
+
+
+def test_tls_keeps_its_certificate_across_restarts(tmp_path: Path) -> None:
+    data = str(tmp_path / "data")
+    with testing.spawned(tmp_path, "--tls", "--rbac", "--data-dir", data) as srv:
+        assert srv.url.startswith("https://")
+        api = config.new_client_from_config(str(srv.kubeconfig))
+        assert client.CoreV1Api(api).read_namespace("default").metadata.name == "default"
+        first = (tmp_path / "data" / "serving.crt").read_bytes()
+    with testing.spawned(tmp_path, "--tls", "--data-dir", data):
+        assert (tmp_path / "data" / "serving.crt").read_bytes() == first
