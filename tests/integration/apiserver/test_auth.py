@@ -100,3 +100,25 @@ def test_token_stops_working_when_its_account_is_deleted(
     while requests.get(apiserver.url + "/api", headers=headers, timeout=5).status_code != 401:
         assert time.monotonic() < deadline
         time.sleep(0.02)
+
+
+def test_access_reviews(
+    apiserver: testing.RunningServer, api_client: client.ApiClient, namespace: str
+) -> None:
+    review = {"spec": {"resourceAttributes": {"verb": "delete", "resource": "nodes", "group": ""}}}
+    admin = client.AuthorizationV1Api(api_client).create_self_subject_access_review(review)
+    assert admin.status.allowed is True
+    token = _sa_token(api_client, namespace, "asker")
+    sa = client.AuthorizationV1Api(apiserver.api_client(token))
+    assert sa.create_self_subject_access_review(review).status.allowed is False
+    subject = {
+        "spec": {
+            "user": f"system:serviceaccount:{namespace}:asker",
+            "groups": ["system:serviceaccounts", "system:authenticated"],
+            "nonResourceAttributes": {"verb": "get", "path": "/version"},
+        }
+    }
+    answer = client.AuthorizationV1Api(api_client).create_subject_access_review(subject)
+    assert answer.status.allowed is True
+    me = client.AuthenticationV1Api(apiserver.api_client(token)).create_self_subject_review({})
+    assert me.status.user_info.username == f"system:serviceaccount:{namespace}:asker"
