@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import requests
 import yaml
 from kubernetes import client, config
@@ -125,3 +126,12 @@ def test_tls_keeps_its_certificate_across_restarts(tmp_path: Path) -> None:
         first = (tmp_path / "data" / "serving.crt").read_bytes()
     with testing.spawned(tmp_path, "--tls", "--data-dir", data):
         assert (tmp_path / "data" / "serving.crt").read_bytes() == first
+
+
+def test_dispatcher_groups(capsys: pytest.CaptureFixture[str]) -> None:
+    from computedomain.cli.main import main
+
+    assert main(["sim"]) == 2
+    assert "apiserver" in capsys.readouterr().out
+    assert main([]) == 2
+    assert "sim" in capsys.readouterr().out
