@@ -14,6 +14,14 @@ Usage::
 
     with EmbeddedApiServer().start_in_thread() as thread:  # from sync code
         thread.server.url
+
+Options: ``rbac=True`` authenticates (401 without a valid token) and authorizes every
+request; ``tls=True`` serves HTTPS with a self-signed certificate written into the kubeconfig
+(needed for kubectl and client-go, which send tokens only over TLS; the Python client sends
+them over HTTP too); ``data_dir`` keeps objects, the resourceVersion counter, the token
+signing key and the certificate across restarts; ``event_window`` is how many events per
+resource a watch can resume from; ``config`` (:class:`.state.ServerConfig`) tunes bookmarks,
+watch timeouts and limits; ``stages`` adds pipeline stages (see :mod:`.pipeline`).
 """
 
 from __future__ import annotations
