@@ -92,11 +92,13 @@ class Watcher:
         self.last_rv = 0
         self.start_rv = 0  # events at or below this were replayed or are in the snapshot
         self.timer_armed = False
-        self._filtered = bool(namespace is not None or not labels.empty or not fields.empty)
+        self._prefix = None if namespace is None else namespace + "/"
+        self._selects = not labels.empty or not fields.empty
+        self._filtered = namespace is not None or self._selects
 
     def passes(self, e: Entry) -> bool:
         """Whether the entry matches this watch's namespace and selectors."""
-        if self.namespace is not None and e.namespace != self.namespace:
+        if self._prefix is not None and not e.key.startswith(self._prefix):
             return False
         if not self.labels.empty and not self.labels.matches(e.labels):
             return False
@@ -116,6 +118,9 @@ class Watcher:
         """The line this watcher must send for ``ev``, or None if it is not interested."""
         if not self._filtered:
             return self._line(ev, ev.type, ev.new)
+        if not self._selects:  # namespace only: an object never changes namespace
+            prefix = self._prefix
+            return self._line(ev, ev.type, ev.new) if ev.new.key.startswith(prefix or "") else None
         new_ok = ev.type != "DELETED" and self.passes(ev.new)
         old_ok = ev.prev is not None and self.passes(ev.prev)
         if ev.type == "DELETED":
