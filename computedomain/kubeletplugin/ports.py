@@ -17,9 +17,17 @@ from computedomain.api.errors import TemporaryError
 class Waiting(TemporaryError):
     """A normal wait the user should hear about: ``reason`` is posted on the claim's pods."""
 
-    def __init__(self, message: str, *, reason: str, delay: float | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        reason: str,
+        wake_on: tuple[str, ...] = (),
+        delay: float | None = None,
+    ) -> None:
         super().__init__(message, delay=delay)
         self.reason = reason
+        self.wake_on = wake_on  # wake-up keys (see wakeups.py) that may end the wait
 
 
 class ClusterView(Protocol):

@@ -34,7 +34,7 @@ import attrs
 
 from computedomain.api import configs, names, validation
 from computedomain.api.errors import ConfigError, PermanentError, TemporaryError
-from computedomain.kubeletplugin import cdi, channelclaims, claimplan, daemonclaims
+from computedomain.kubeletplugin import cdi, channelclaims, claimplan, daemonclaims, wakeups
 from computedomain.kubeletplugin.cdistore import CdiStore
 from computedomain.kubeletplugin.checkpoint import (
     Checkpoint,
@@ -327,7 +327,11 @@ class DeviceState:
                 readiness,
                 self._cluster.daemon_pod(device.domain_id),
             )
-            raise Waiting("current node not ready in ComputeDomain", reason=reason)
+            raise Waiting(
+                "current node not ready in ComputeDomain",
+                reason=reason,
+                wake_on=(wakeups.domain_key(device.domain_id),),
+            )
         return channelclaims.edits(
             channels, self.facts.channel_major, clique_id=self.facts.clique_id
         )
