@@ -19,7 +19,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
 import attrs
-import yaml
 
 from computedomain.api import names
 
@@ -239,10 +238,70 @@ def validate(spec: Mapping[str, Any]) -> None:
         raise CdiError(f"cdiVersion: {version} is too low for the content (needs {needed})")
 
 
-_Dumper: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+_NEEDS_ESCAPE = re.compile(r'[^\x20-\x7e]|["\\]')
+
+
+def _escape(match: re.Match[str]) -> str:
+    char = match.group()
+    if char in '"\\':
+        return "\\" + char
+    code = ord(char)
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+_PLAIN_KEY = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+_YAML11_WORDS: Final = frozenset({"y", "yes", "n", "no", "true", "false", "on", "off", "null"})
+
+
+def _key(key: str) -> str:
+    if _PLAIN_KEY.fullmatch(key) and key.lower() not in _YAML11_WORDS:
+        return key
+    return _scalar(str(key))
+
+
+def _scalar(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        # Always double-quoted, so no value can be read back as another type.
+        return '"' + _NEEDS_ESCAPE.sub(_escape, value) + '"'
+    if isinstance(value, Mapping | list) and not value:
+        return "{}" if isinstance(value, Mapping) else "[]"
+    msg = f"cannot render {type(value).__name__} in a CDI spec"
+    raise TypeError(msg)
+
+
+def _emit(value: Any, indent: str, out: list[str]) -> None:
+    """Block-style YAML of mappings, lists and scalars (the shapes CDI specs use)."""
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if isinstance(item, Mapping | list) and item:
+                out.append(f"{indent}{_key(key)}:\n")
+                _emit(item, indent + ("" if isinstance(item, list) else "  "), out)
+            else:
+                out.append(f"{indent}{_key(key)}: {_scalar(item)}\n")
+        return
+    for item in value:
+        if isinstance(item, Mapping | list) and item:
+            start = len(out)
+            _emit(item, indent + "  ", out)
+            out[start] = f"{indent}- {out[start][len(indent) + 2 :]}"
+        else:
+            out.append(f"{indent}- {_scalar(item)}\n")
 
 
 def to_yaml(spec: Mapping[str, Any]) -> bytes:
-    """The spec as a YAML document (``---`` first, keys in the order given). Pure."""
-    body = yaml.dump(dict(spec), Dumper=_Dumper, sort_keys=False, default_flow_style=False)
-    return b"---\n" + body.encode()
+    """The spec as a block-style YAML document (``---`` first, keys in given order). Pure.
+
+    A small emitter for the shapes of CDI specs: every string double-quoted (so no value can
+    be read back as another type); several times faster than PyYAML's, even with libyaml,
+    for the 2048 device nodes of an ``All`` channel claim.
+    """
+    out = ["---\n"]
+    if spec:
+        _emit(spec, "", out)
+    else:
+        out.append("{}\n")
+    return "".join(out).encode()

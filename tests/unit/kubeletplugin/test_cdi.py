@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from computedomain.kubeletplugin import basespec, cdi, channelclaims, daemonclaims
 from computedomain.kubeletplugin.cdistore import CdiStore
@@ -293,3 +295,26 @@ def test_toolkit_output_is_transformed(tmp_path: Path) -> None:
     node = spec["devices"][0]["containerEdits"]["deviceNodes"][0]
     assert node["hostPath"] == "/dev/nvidiactl"
     assert spec["containerEdits"]["env"] == ["NVIDIA_VISIBLE_DEVICES=void"]
+
+
+scalars = st.one_of(
+    st.text(max_size=8),
+    st.integers(-(2**40), 2**40),
+    st.sampled_from(["true", "null", "0.5.0", "1e3", "~", "- x", "a: b", "#", "'", '"']),
+)
+values = st.recursive(
+    scalars,
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(
+            st.from_regex(r"[a-zA-Z][a-zA-Z0-9]{0,6}", fullmatch=True), inner, max_size=3
+        )
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=60)
+@given(st.dictionaries(st.text(max_size=6), values, max_size=4))
+def test_yaml_emitter_round_trips(doc: dict[str, Any]) -> None:
+    assert yaml.load(cdi.to_yaml(doc), Loader=yaml.CSafeLoader) == doc

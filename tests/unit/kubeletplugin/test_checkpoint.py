@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from computedomain.kubeletplugin import checkpoint as cp
@@ -40,11 +40,13 @@ checkpoints = st.builds(
 )
 
 
+@settings(max_examples=40)
 @given(checkpoints)
 def test_round_trip(value: cp.Checkpoint) -> None:
     assert cp.decode(cp.encode(value)) == value
 
 
+@settings(max_examples=40)
 @given(checkpoints, st.data())
 def test_any_changed_byte_of_content_is_detected(value: cp.Checkpoint, data: st.DataObject) -> None:
     raw = bytearray(cp.encode(value))
