@@ -64,6 +64,9 @@ class HealthService:
     async def Watch(self, request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
         await context.abort(grpc.StatusCode.UNIMPLEMENTED, "Watch is not implemented")
 
+    async def List(self, request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+        await context.abort(grpc.StatusCode.UNIMPLEMENTED, "List is not implemented")
+
 
 class HealthServer:
     def __init__(self, service: HealthService, port: int) -> None:

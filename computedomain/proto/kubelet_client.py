@@ -12,6 +12,7 @@ boundary into :class:`KubeletRpcError` (with the status code) or :class:`Registr
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from types import TracebackType
@@ -136,7 +137,8 @@ async def register(
             )
         except RegistrationError as exc:
             status = reg_pb2.RegistrationStatus(plugin_registered=False, error=str(exc))
-            async with _rpc("NotifyRegistrationStatus"):
+            # The plugin answers a refusal with an error of its own; the refusal is what counts.
+            with contextlib.suppress(grpc.aio.AioRpcError):
                 await stub.NotifyRegistrationStatus(status, timeout=NOTIFY_TIMEOUT)
             raise
         status = reg_pb2.RegistrationStatus(plugin_registered=True)
