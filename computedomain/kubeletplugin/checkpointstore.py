@@ -71,6 +71,7 @@ class CheckpointStore:
         self._on_corrupt = on_corrupt
         self._sync = sync
         self._last = Checkpoint()
+        self._last_stat: tuple[int, int, int] | None = None  # (inode, mtime ns, size) of _last
 
     def _quarantine(self, reason: str) -> Path:
         moved = atomicfile.move_aside(self.path, "corrupt")
@@ -106,14 +107,29 @@ class CheckpointStore:
         self._last = current
         return StartupResult(Startup.KEPT, current)
 
+    def _stat(self) -> tuple[int, int, int] | None:
+        try:
+            st = self.path.stat()
+        except FileNotFoundError:
+            return None
+        return (st.st_ino, st.st_mtime_ns, st.st_size)
+
     def read(self) -> Checkpoint:
-        """The checkpoint on disk. A corrupt file is moved aside and the last good state used."""
+        """The checkpoint on disk. A corrupt file is moved aside and the last good state used.
+
+        The file is parsed again only when it changed since this store last read or wrote it
+        (another process may write it: the node lock allows one writer at a time).
+        """
+        stat = self._stat()
+        if stat is not None and stat == self._last_stat:
+            return self._last
         try:
             data = self.path.read_bytes()
         except FileNotFoundError:
             return self._last
         try:
             self._last = decode(data)
+            self._last_stat = stat
         except CorruptCheckpoint as exc:
             self._quarantine(str(exc))
             self.write(self._last)
@@ -123,3 +139,4 @@ class CheckpointStore:
         """Write atomically (temp, fsync, rename); raises OSError."""
         atomicfile.write_atomic(self.path, encode(checkpoint), mode=0o600, sync=self._sync)
         self._last = checkpoint
+        self._last_stat = self._stat()

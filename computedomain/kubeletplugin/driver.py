@@ -84,6 +84,7 @@ class Driver:
         self._wakeups = wakeups or Wakeups()
         self._wall = wall_clock
         self.budget = budget
+        self._preparing: dict[str, int] = {}  # claim UID -> prepare requests in flight
 
     def _deadline(self, time_remaining: float | None) -> float:
         budget = self.budget
@@ -117,6 +118,17 @@ class Driver:
     async def _prepare_one(
         self, ref: dra.ClaimRef, deadline: float, requested_at: float
     ) -> dra.PrepareResult:
+        self._preparing[ref.uid] = self._preparing.get(ref.uid, 0) + 1
+        try:
+            return await self._prepare_claim(ref, deadline, requested_at)
+        finally:
+            self._preparing[ref.uid] -= 1
+            if not self._preparing[ref.uid]:
+                del self._preparing[ref.uid]
+
+    async def _prepare_claim(
+        self, ref: dra.ClaimRef, deadline: float, requested_at: float
+    ) -> dra.PrepareResult:
         prefix = f"error preparing devices for claim '{ref_label(ref)}'"
         try:
             claim = await self._fetch(ref)
@@ -139,7 +151,7 @@ class Driver:
 
     async def _unprepare_one(self, ref: dra.ClaimRef, deadline: float) -> str:
         async def attempt() -> str:
-            await self.state.unprepare(ref)
+            await self.state.unprepare(ref, prepare_in_flight=ref.uid in self._preparing)
             return ""
 
         outcome = await self._retry(m.UNPREPARE, attempt, deadline, None)

@@ -92,8 +92,14 @@ class DraService:
         return dra.unprepare_response(self.version, errors)
 
 
+MAX_SOCKET_PATH: Final = 107  # sun_path is 108 bytes with the terminating NUL
+
+
 def _clear_socket(path: Path) -> None:
     """Create the parent directory and remove a stale socket; refuse to replace other files."""
+    if len(str(path).encode()) > MAX_SOCKET_PATH:
+        msg = f"socket path {path} is longer than {MAX_SOCKET_PATH} bytes"
+        raise OSError(msg)
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         mode = path.lstat().st_mode
@@ -110,10 +116,13 @@ async def _serve(path: Path, add: list[tuple[Any, Any]]) -> grpc.aio.Server:
     server = grpc.aio.server()
     for adder, servicer in add:
         adder(servicer, server)
-    if server.add_insecure_port(f"unix://{path}") == 0:
-        msg = f"cannot listen on {path}"
-        raise OSError(msg)
-    await server.start()
+    try:
+        server.add_insecure_port(f"unix://{path}")
+        await server.start()
+    except RuntimeError as exc:
+        await server.stop(None)
+        msg = f"cannot listen on {path}: {exc}"
+        raise OSError(msg) from exc
     return server
 
 

@@ -18,8 +18,8 @@ TemporaryError and reports PermanentError at once. One prepare attempt:
 6. write the claim's CDI spec, then record ``PrepareCompleted`` and return the devices.
 
 Unprepare reads only the checkpoint: it releases the label of channel devices (only if it is
-the claim's domain), deletes the CDI spec and replaces the entry with a tombstone. Blocking
-file work runs in threads.
+the claim's domain), deletes the CDI spec and drops the entry, leaving a tombstone when a
+prepare of the claim may still be running. Blocking file work runs in threads.
 """
 
 from __future__ import annotations
@@ -338,12 +338,19 @@ class DeviceState:
 
     # --- unprepare -------------------------------------------------------------------------
 
-    async def unprepare(self, ref: dra.ClaimRef) -> None:
-        """One unprepare attempt (checkpoint only). Idempotent; raises TemporaryError."""
+    async def unprepare(self, ref: dra.ClaimRef, *, prepare_in_flight: bool = False) -> None:
+        """One unprepare attempt (checkpoint only). Idempotent; raises TemporaryError.
+
+        A tombstone is left when a prepare of the claim may still be running: the entry was not
+        completed (a request was interrupted or is waiting), or the caller knows a prepare
+        request for it is in flight. A completed claim with no request in flight needs none
+        (a new request starts after the unprepare and may prepare it again).
+        """
         validation.safe_path_component("uid", ref.uid)
         checkpoint = await self._read()
         entry = checkpoint.claims.get(ref.uid)
-        if entry is None and ref.uid in checkpoint.tombstones:
+        tombstone = prepare_in_flight or (entry is not None and not entry.completed)
+        if entry is None and (not tombstone or ref.uid in checkpoint.tombstones):
             return
         for device in entry.devices if entry is not None else ():
             if device.type is DeviceType.CHANNEL:
@@ -352,7 +359,10 @@ class DeviceState:
             await asyncio.to_thread(self._cdi.remove_claim, ref.uid)
         except OSError as exc:
             raise TemporaryError(f"deleting the CDI spec: {exc}") from exc
-        await self._write(checkpoint.unprepared(ref.uid, self._now()))
+        if tombstone:
+            await self._write(checkpoint.unprepared(ref.uid, self._now()))
+        else:
+            await self._write(checkpoint.without_claim(ref.uid))
 
     async def forget(self, uid: str) -> None:
         """Unprepare a stale claim found by cleanup (its namespace and name from the entry)."""
@@ -360,4 +370,4 @@ class DeviceState:
         entry = checkpoint.claims.get(uid)
         if entry is None:
             return
-        await self.unprepare(dra.ClaimRef(entry.namespace, uid, entry.name))
+        await self.unprepare(dra.ClaimRef(entry.namespace, uid, entry.name), prepare_in_flight=True)

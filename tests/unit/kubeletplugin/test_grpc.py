@@ -48,9 +48,9 @@ class Plugin:
 
 
 @pytest.fixture
-async def plugin(tmp_path: Path) -> AsyncIterator[Plugin]:
+async def plugin(short_dir: Path) -> AsyncIterator[Plugin]:
     # Unix socket paths are limited to ~107 bytes: keep them short.
-    h = fx.harness(tmp_path)
+    h = fx.harness(short_dir)
     claims: dict[str, dict[str, Any]] = {}
     waits: list[tuple[str, str]] = []
     waiting = asyncio.Event()
@@ -67,7 +67,7 @@ async def plugin(tmp_path: Path) -> AsyncIterator[Plugin]:
 
     wakeups = Wakeups()
     metrics = Metrics(fx.NODE)
-    plugin_dir = tmp_path / "plugins" / fx.DRIVER
+    plugin_dir = short_dir / "plugins" / fx.DRIVER
     driver = Driver(
         h.state,
         NodeLock(plugin_dir / "pu.lock"),
@@ -79,7 +79,7 @@ async def plugin(tmp_path: Path) -> AsyncIterator[Plugin]:
     servers = PluginServers(
         driver,
         dra_socket=plugin_dir / "dra.sock",
-        registration_socket=tmp_path / "registry" / f"{fx.DRIVER}-reg.sock",
+        registration_socket=short_dir / "registry" / f"{fx.DRIVER}-reg.sock",
     )
     await servers.start_dra()
     await servers.start_registration()
@@ -219,7 +219,8 @@ async def test_health(plugin: Plugin) -> None:
         await server.stop()
 
 
-async def test_stale_socket_is_replaced_and_stop_removes_sockets(tmp_path: Path) -> None:
+async def test_stale_socket_is_replaced_and_stop_removes_sockets(short_dir: Path) -> None:
+    tmp_path = short_dir
     import socket as sockets
 
     path = tmp_path / "dra.sock"

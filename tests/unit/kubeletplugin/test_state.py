@@ -198,9 +198,28 @@ async def test_unprepare(tmp_path: Path) -> None:
     assert h.cdi.claim_uids() == set()
     checkpoint = h.checkpoints.read()
     assert checkpoint.claims == {}
-    assert claim["metadata"]["uid"] in checkpoint.tombstones
+    # Completed, and no prepare request in flight: nothing can resurrect it, no tombstone.
+    assert checkpoint.tombstones == {}
     inode = h.checkpoints.path.stat().st_ino
     await h.state.unprepare(ref(claim))  # idempotent, no write
+    assert h.checkpoints.path.stat().st_ino == inode
+
+
+async def test_unprepare_with_a_prepare_in_flight_leaves_a_tombstone(tmp_path: Path) -> None:
+    h = fx.harness(tmp_path)
+    cd = fx.domain()
+    fx.set_ready(cd)
+    h.cluster.add(cd)
+    claim = fx.claim("channel", cd["metadata"]["uid"])
+    requested = h.tick()
+    await h.state.prepare(claim, requested_at=requested)
+    h.tick()
+    await h.state.unprepare(ref(claim), prepare_in_flight=True)
+    assert claim["metadata"]["uid"] in h.checkpoints.read().tombstones
+    with pytest.raises(PermanentError, match="unprepared while this prepare request"):
+        await h.state.prepare(claim, requested_at=requested)
+    inode = h.checkpoints.path.stat().st_ino
+    await h.state.unprepare(ref(claim), prepare_in_flight=True)  # already tombstoned
     assert h.checkpoints.path.stat().st_ino == inode
 
 
@@ -231,7 +250,7 @@ async def test_unprepare_before_first_attempt_also_blocks_it(tmp_path: Path) -> 
     claim = fx.claim("channel", cd["metadata"]["uid"])
     requested = h.tick()
     h.tick()
-    await h.state.unprepare(ref(claim))
+    await h.state.unprepare(ref(claim), prepare_in_flight=True)
     with pytest.raises(PermanentError):
         await h.state.prepare(claim, requested_at=requested)
 
@@ -240,7 +259,7 @@ async def test_tombstones_expire(tmp_path: Path) -> None:
     h = fx.harness(tmp_path)
     cd = h.cluster.add(fx.domain())
     claim = fx.claim("daemon", cd["metadata"]["uid"])
-    await h.state.unprepare(ref(claim))
+    await h.state.unprepare(ref(claim), prepare_in_flight=True)
     assert h.checkpoints.read().tombstones
     h.tick(400)
     await h.state.prepare(fx.claim("daemon", cd["metadata"]["uid"]), requested_at=h.tick())
