@@ -18,6 +18,7 @@ from the file work (:func:`ensure_domain_dir`, :func:`fabric_node`).
 
 from __future__ import annotations
 
+import functools
 from importlib import resources
 from pathlib import Path
 from typing import Final
@@ -41,8 +42,9 @@ class Domain:
     namespace: str
 
 
+@functools.cache
 def template_bytes() -> bytes:
-    """The ``imexd.cfg.tmpl`` shipped with the package."""
+    """The ``imexd.cfg.tmpl`` shipped with the package (read once)."""
     return resources.files(__package__).joinpath(TEMPLATE_RESOURCE).read_bytes()
 
 
