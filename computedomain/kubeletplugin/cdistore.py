@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from computedomain.api import names, validation
-from computedomain.kubeletplugin import atomicfile, cdi
+from computedomain.kubeletplugin import cdi
+from computedomain.runtime import files
 
 _CLAIM_FILE: Final = re.compile(
     re.escape(f"{names.CDI_VENDOR}-{names.CDI_CLASS_CLAIM}_") + r"(?P<uid>.+)\.yaml"
@@ -25,9 +26,8 @@ _CLAIM_FILE: Final = re.compile(
 class CdiStore:
     """The CDI root directory of this node."""
 
-    def __init__(self, root: Path, *, sync: bool = True) -> None:
+    def __init__(self, root: Path) -> None:
         self.root = root
-        self._sync = sync
 
     def ensure_root(self) -> None:
         """Create the CDI root (0750) if missing; raise NotADirectoryError if it is a file."""
@@ -44,12 +44,12 @@ class CdiStore:
         """Validate and write a claim spec (overwrites). Raises CdiError or OSError."""
         cdi.validate(spec)
         path = self.claim_path(claim_uid)
-        atomicfile.write_atomic(path, cdi.to_yaml(spec), mode=0o600, sync=self._sync)
+        files.atomic_write(path, cdi.to_yaml(spec), mode=0o600)
         return path
 
     def remove_claim(self, claim_uid: str) -> bool:
         """Delete a claim spec; False when there was none. Idempotent."""
-        return atomicfile.remove(self.claim_path(claim_uid))
+        return files.remove_if_present(self.claim_path(claim_uid))
 
     def claim_uids(self) -> set[str]:
         """UIDs of every claim spec file in the root (for orphan cleanup)."""
@@ -63,5 +63,5 @@ class CdiStore:
         """Validate and write the base spec."""
         cdi.validate(spec)
         path = self.root / names.CDI_BASE_SPEC_FILE
-        atomicfile.write_atomic(path, cdi.to_yaml(spec), mode=0o644, sync=self._sync)
+        files.atomic_write(path, cdi.to_yaml(spec), mode=0o644)
         return path

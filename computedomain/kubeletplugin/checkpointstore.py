@@ -19,13 +19,15 @@ from __future__ import annotations
 
 import enum
 import logging
+import os
 from collections.abc import Callable
 from pathlib import Path
 
 import attrs
 
-from computedomain.kubeletplugin import atomicfile
+from computedomain.kubeletplugin import upstreamcheckpoint
 from computedomain.kubeletplugin.checkpoint import Checkpoint, CorruptCheckpoint, decode, encode
+from computedomain.runtime import files
 
 log = logging.getLogger(__name__)
 
@@ -65,16 +67,14 @@ class CheckpointStore:
         path: Path,
         *,
         on_corrupt: CorruptReporter | None = None,
-        sync: bool = True,
     ) -> None:
         self.path = path
         self._on_corrupt = on_corrupt
-        self._sync = sync
         self._last = Checkpoint()
         self._last_stat: tuple[int, int, int] | None = None  # (inode, mtime ns, size) of _last
 
     def _quarantine(self, reason: str) -> Path:
-        moved = atomicfile.move_aside(self.path, "corrupt")
+        moved = files.move_aside(self.path, reason)
         log.warning("corrupt checkpoint moved aside: %s (%s)", moved, reason)
         if self._on_corrupt is not None:
             self._on_corrupt(moved, reason)
@@ -114,6 +114,25 @@ class CheckpointStore:
             return None
         return (st.st_ino, st.st_mtime_ns, st.st_size)
 
+    def import_upstream(self, theirs: Path, now: float) -> int | None:
+        """Convert upstream's checkpoint.json into ours, once (only while ours is absent).
+
+        Returns the number of claims imported, None when there was nothing to import. Theirs
+        is renamed ``.imported-<time>`` (or moved aside as corrupt when it cannot be read), so
+        a later rollback to the Go plugin starts clean rather than from stale state.
+        """
+        if self.path.exists() or not theirs.exists():
+            return None
+        try:
+            imported = upstreamcheckpoint.parse(theirs.read_bytes(), now=now)
+        except CorruptCheckpoint as exc:
+            files.move_aside(theirs, str(exc))
+            return None
+        self.write(imported)
+        os.replace(theirs, theirs.with_name(f"{theirs.name}.imported-{int(now)}"))
+        log.info("imported %d claims from upstream's checkpoint %s", len(imported.claims), theirs)
+        return len(imported.claims)
+
     def read(self) -> Checkpoint:
         """The checkpoint on disk. A corrupt file is moved aside and the last good state used.
 
@@ -136,7 +155,7 @@ class CheckpointStore:
         return self._last
 
     def write(self, checkpoint: Checkpoint) -> None:
-        """Write atomically (temp, fsync, rename); raises OSError."""
-        atomicfile.write_atomic(self.path, encode(checkpoint), mode=0o600, sync=self._sync)
+        """Write atomically and durably (runtime.files.atomic_write); raises OSError."""
+        files.atomic_write(self.path, encode(checkpoint), mode=0o600)
         self._last = checkpoint
         self._last_stat = self._stat()

@@ -26,9 +26,9 @@ from typing import Final
 import attrs
 
 from computedomain.api import names, validation
-from computedomain.kubeletplugin import atomicfile
 from computedomain.kubeletplugin.cdi import MOUNT_OPTIONS, ContainerEdits, DeviceNode, Mount
 from computedomain.nvml import procdevices
+from computedomain.runtime import files
 
 TEMPLATE_RESOURCE: Final = "imexd.cfg.tmpl"
 
@@ -64,7 +64,7 @@ def ensure_domain_dir(domains_root: Path, domain_id: str) -> Path:
     except FileNotFoundError:
         current = None
     if current != wanted:
-        atomicfile.write_atomic(target, wanted, mode=0o644)
+        files.atomic_write(target, wanted, mode=0o644)
     return directory
 
 

@@ -19,14 +19,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from pathlib import Path
 
 from computedomain.kube import resources
 from computedomain.kube.events import EventRecorder
 from computedomain.kube.mutationcache import MutationCache
 from computedomain.kube.rest import Api
 from computedomain.kubeletplugin import (
-    atomicfile,
     channelclaims,
     startup,
     strategies,
@@ -56,25 +54,6 @@ from computedomain.runtime.supervisor import Supervisor
 log = logging.getLogger(__name__)
 
 COMPONENT = "compute-domain-kubelet-plugin"
-
-
-def import_upstream_checkpoint(plugin_dir: Path, store: CheckpointStore, now: float) -> bool:
-    """Convert upstream's checkpoint.json into ours once (ours absent); moves theirs aside."""
-    theirs = plugin_dir / upstreamcheckpoint.FILE_NAME
-    if store.path.exists() or not theirs.exists():
-        return False
-    try:
-        imported = upstreamcheckpoint.parse(theirs.read_bytes(), now=now)
-    except cp.CorruptCheckpoint as exc:
-        moved = atomicfile.move_aside(theirs, "unreadable")
-        log.warning("upstream checkpoint not imported (%s); moved to %s", exc, moved)
-        return False
-    store.write(imported)
-    moved = atomicfile.move_aside(theirs, "imported")
-    log.info(
-        "imported %d claims from upstream's checkpoint (moved to %s)", len(imported.claims), moved
-    )
-    return True
 
 
 class KubeletPlugin:
@@ -114,7 +93,9 @@ class KubeletPlugin:
         except OSError as exc:
             raise startup.StartupError(f"reading the boot ID {config.boot_id_path}: {exc}") from exc
         await asyncio.to_thread(
-            import_upstream_checkpoint, config.plugin_dir, checkpoints, time.time()
+            checkpoints.import_upstream,
+            config.plugin_dir / upstreamcheckpoint.FILE_NAME,
+            time.time(),
         )
         loaded = await asyncio.to_thread(checkpoints.load_at_startup, boot_id)
         self.startup = loaded.outcome

@@ -174,9 +174,9 @@ def harness(
     proc, cap = node_files(root)
     plugin_dir = root / "plugins" / DRIVER
     plugin_dir.mkdir(parents=True, exist_ok=True)
-    checkpoints = CheckpointStore(plugin_dir / FILE_NAME, sync=False)
+    checkpoints = CheckpointStore(plugin_dir / FILE_NAME)
     checkpoints.load_at_startup("boot-1")
-    cdi_store = CdiStore(root / "cdi", sync=False)
+    cdi_store = CdiStore(root / "cdi")
     cdi_store.ensure_root()
     cluster = InMemoryCluster()
     labeler = InMemoryLabeler()

@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import copy
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from computedomain.kubeletplugin import upstreamcheckpoint as up
-from computedomain.kubeletplugin.checkpoint import ClaimState, CorruptCheckpoint, DeviceType
+from computedomain.kubeletplugin.checkpoint import (
+    FILE_NAME,
+    ClaimState,
+    CorruptCheckpoint,
+    DeviceType,
+)
+from computedomain.kubeletplugin.checkpointstore import CheckpointStore
 
 DRIVER = "compute-domain.nvidia.com"
 
@@ -131,3 +138,27 @@ def test_tampering_is_detected(section: str) -> None:
         CorruptCheckpoint, match=f"{'top-level' if section == 'top' else 'v2'} checksum"
     ):
         up.parse(up.go_json(tampered), now=0.0)
+
+
+def test_store_imports_once_and_moves_theirs(tmp_path: Path) -> None:
+    theirs = tmp_path / "checkpoint.json"
+    theirs.write_bytes(upstream_file())
+    store = CheckpointStore(tmp_path / FILE_NAME)
+    assert store.import_upstream(theirs, now=7.0) == 2
+    assert not theirs.exists()
+    assert (tmp_path / "checkpoint.json.imported-7").exists()
+    loaded = store.load_at_startup("b-1")  # same boot: the imported claims stay
+    assert set(loaded.checkpoint.claims) == {"u1", "u2"}
+    theirs.write_bytes(upstream_file())
+    assert store.import_upstream(theirs, now=8.0) is None  # ours exists: never again
+    assert theirs.exists()
+
+
+def test_unreadable_upstream_file_is_moved_aside(tmp_path: Path) -> None:
+    theirs = tmp_path / "checkpoint.json"
+    theirs.write_bytes(upstream_file().replace(b'"b-1"', b'"b-2"'))
+    store = CheckpointStore(tmp_path / FILE_NAME)
+    assert store.import_upstream(theirs, now=7.0) is None
+    assert not theirs.exists()
+    assert len(list(tmp_path.glob("checkpoint.json.corrupt-*"))) == 1
+    assert not store.path.exists()
