@@ -18,7 +18,6 @@ Blocking; async callers use a thread.
 from __future__ import annotations
 
 import enum
-import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -27,9 +26,9 @@ import attrs
 
 from computedomain.kubeletplugin import upstreamcheckpoint
 from computedomain.kubeletplugin.checkpoint import Checkpoint, CorruptCheckpoint, decode, encode
-from computedomain.runtime import files
+from computedomain.runtime import files, logs
 
-log = logging.getLogger(__name__)
+log = logs.get_logger(__name__)
 
 
 class Startup(enum.StrEnum):
@@ -75,7 +74,7 @@ class CheckpointStore:
 
     def _quarantine(self, reason: str) -> Path:
         moved = files.move_aside(self.path, reason)
-        log.warning("corrupt checkpoint moved aside: %s (%s)", moved, reason)
+        log.warning("corrupt checkpoint moved aside", moved_to=str(moved), reason=reason)
         if self._on_corrupt is not None:
             self._on_corrupt(moved, reason)
         return moved
@@ -130,7 +129,7 @@ class CheckpointStore:
             return None
         self.write(imported)
         os.replace(theirs, theirs.with_name(f"{theirs.name}.imported-{int(now)}"))
-        log.info("imported %d claims from upstream's checkpoint %s", len(imported.claims), theirs)
+        log.info("imported upstream's checkpoint", claims=len(imported.claims), path=str(theirs))
         return len(imported.claims)
 
     def read(self) -> Checkpoint:

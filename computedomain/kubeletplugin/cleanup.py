@@ -16,7 +16,6 @@ lock, like any prepare attempt. Errors are logged, never raised: the next run re
 from __future__ import annotations
 
 import asyncio
-import logging
 import shutil
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
@@ -30,8 +29,9 @@ from computedomain.kubeletplugin.checkpointstore import CheckpointStore
 from computedomain.kubeletplugin.nodelock import NodeLock
 from computedomain.kubeletplugin.ports import ClusterView
 from computedomain.kubeletplugin.state import DeviceState
+from computedomain.runtime import logs
 
-log = logging.getLogger(__name__)
+log = logs.get_logger(__name__)
 
 # (namespace, name) -> the claim, or None when it does not exist; raises on other errors.
 ClaimLookup = Callable[[str, str], Awaitable[Mapping[str, Any] | None]]
@@ -69,7 +69,9 @@ class Cleanup:
             try:
                 claim = await self.lookup(namespace, name)
             except Exception as exc:  # retried next run
-                log.warning("cleanup: cannot look up claim %s/%s: %s", namespace, name, exc)
+                log.warning(
+                    "cleanup: cannot look up claim", claim=f"{namespace}/{name}", error=str(exc)
+                )
                 continue
             if claim is not None and (claim.get("metadata") or {}).get("uid") == uid:
                 continue
@@ -77,9 +79,9 @@ class Cleanup:
                 async with self.lock.held():
                     await self.state.forget(uid)
             except Exception as exc:
-                log.warning("cleanup: unpreparing stale claim %s failed: %s", uid, exc)
+                log.warning("cleanup: unpreparing a stale claim failed", uid=uid, error=str(exc))
                 continue
-            log.info("cleanup: unprepared stale claim %s/%s:%s", namespace, name, uid)
+            log.info("cleanup: unprepared a stale claim", claim=f"{namespace}/{name}", uid=uid)
             removed.append(uid)
         return removed
 
@@ -90,7 +92,7 @@ class Cleanup:
             uids = orphaned_specs(checkpoint, await asyncio.to_thread(self.cdi.claim_uids))
             for uid in uids:
                 await asyncio.to_thread(self.cdi.remove_claim, uid)
-                log.info("cleanup: removed orphaned CDI spec of claim %s", uid)
+                log.info("cleanup: removed an orphaned CDI spec", uid=uid)
         return uids
 
     async def domain_dirs(self) -> list[str]:
@@ -105,7 +107,7 @@ class Cleanup:
                 if not entry.is_dir() or self.cluster.domain(entry.name) is not None:
                     continue
                 await asyncio.to_thread(shutil.rmtree, entry, True)
-                log.info("cleanup: removed the directory of deleted domain %s", entry.name)
+                log.info("cleanup: removed a deleted domain's directory", domain=entry.name)
                 removed.append(entry.name)
         return removed
 
@@ -114,7 +116,7 @@ class Cleanup:
             try:
                 await step()
             except Exception:
-                log.exception("cleanup step %s failed", step.__name__)
+                log.exception("cleanup step failed", step=step.__name__)
 
     async def run(self, interval: float) -> None:
         """Run now, then every ``interval`` seconds, until cancelled."""

@@ -10,12 +10,13 @@ default is the production path. Additions (ours): ``--nvml-backend``/``NVML_BACK
 
 :func:`parse` is pure over ``argv`` and an environment mapping; a flag beats its environment
 variable, which beats the default. Every error is a ConfigError naming the flag and variable.
+Values are read with :mod:`computedomain.runtime.flags`' parsers (Go durations, numbers);
+:func:`flag_set` describes the same settings as a ``FlagSet`` for generated documentation.
 """
 
 from __future__ import annotations
 
 import argparse
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
@@ -26,6 +27,7 @@ from computedomain.api import featuregates, names
 from computedomain.api.errors import ConfigError
 from computedomain.nvml import backends, fake
 from computedomain.nvml.interface import BackendName
+from computedomain.runtime import flags
 
 
 @attrs.frozen
@@ -216,26 +218,12 @@ def _label(option: Option) -> str:
     return f"{option.flags[-1] if option.flags[0] == '-v' else option.flags[0]}/{option.env[0]}"
 
 
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
-_UNITS: Final = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
 def parse_duration(field: str, text: str) -> float:
     """A Go duration (``10m``, ``1h30m``, ``500ms``) or plain seconds, in seconds."""
-    text = text.strip()
     try:
-        return float(text)
-    except ValueError:
-        pass
-    total, pos = 0.0, 0
-    for match in _DURATION.finditer(text):
-        if match.start() != pos:
-            break
-        total += float(match.group(1)) * _UNITS[match.group(2)]
-        pos = match.end()
-    if pos != len(text) or not text:
-        raise ConfigError(field, f"{text!r} is not a duration (e.g. 10m, 30s, 1h30m)")
-    return total
+        return flags.duration(text)
+    except ValueError as exc:
+        raise ConfigError(field, str(exc)) from None
 
 
 def parse_strategy_map(field: str, text: str) -> dict[str, str]:
@@ -254,9 +242,28 @@ def parse_strategy_map(field: str, text: str) -> dict[str, str]:
 
 def _number(field: str, text: str, kind: type[int] | type[float]) -> Any:
     try:
-        return kind(text)
-    except ValueError:
-        raise ConfigError(field, f"{text!r} is not a number") from None
+        return flags.integer(text) if kind is int else flags.number(text)
+    except ValueError as exc:
+        raise ConfigError(field, str(exc)) from None
+
+
+def flag_set() -> flags.FlagSet:
+    """The settings as a :class:`~computedomain.runtime.flags.FlagSet` (canonical flag and
+    variable of each), for the generated configuration reference. :func:`parse` is what the
+    program uses: it also accepts upstream's aliases and reports errors as ``Error: ...``."""
+    return flags.FlagSet(
+        "cd-kubelet-plugin",
+        [
+            flags.Option(
+                flag=next((f for f in o.flags if f.startswith("--")), o.flags[0]),
+                env=o.env[0],
+                default=o.default,
+                required=o.default is None,
+                help=o.help,
+            )
+            for o in OPTIONS
+        ],
+    )
 
 
 def parse(argv: Sequence[str], environ: Mapping[str, str]) -> Config:
@@ -287,6 +294,9 @@ def parse(argv: Sequence[str], environ: Mapping[str, str]) -> Config:
     if not raw["node_name"]:
         raise ConfigError(label["node_name"], "is required")
     features = featuregates.parse(raw["feature_gates"])
+    verbosity = _number(label["verbosity"], raw["verbosity"], int)
+    if not 0 <= verbosity <= 10:
+        raise ConfigError(label["verbosity"], f"{verbosity} is not between 0 and 10")
     clique = raw["fake_nvml_clique"]
     fake.parse_clique(clique, setting=label["fake_nvml_clique"])
     return Config(
@@ -305,7 +315,7 @@ def parse(argv: Sequence[str], environ: Mapping[str, str]) -> Config:
         kube_api_qps=_number(label["kube_api_qps"], raw["kube_api_qps"], float),
         kube_api_burst=_number(label["kube_api_burst"], raw["kube_api_burst"], int),
         features=features,
-        verbosity=_number(label["verbosity"], raw["verbosity"], int),
+        verbosity=verbosity,
         proc_devices_path=Path(raw["proc_devices_path"]) if raw["proc_devices_path"] else None,
         nvml_backend=backends.parse_backend(raw["nvml_backend"], setting=label["nvml_backend"]),
         fake_nvml_profile=fake.parse_profile(

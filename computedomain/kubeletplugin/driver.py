@@ -21,7 +21,6 @@ Every message names the claim: ``error preparing devices for claim '<ns>/<name>:
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final, TypeVar
@@ -33,8 +32,9 @@ from computedomain.kubeletplugin.ports import Waiting
 from computedomain.kubeletplugin.state import DeviceState
 from computedomain.kubeletplugin.wakeups import Wakeups
 from computedomain.proto import dra
+from computedomain.runtime import logs
 
-log = logging.getLogger(__name__)
+log = logs.get_logger(__name__)
 T = TypeVar("T")
 
 BUDGET: Final = 45.0
@@ -200,7 +200,7 @@ class Driver:
                 elif exc.delay is not None:
                     delay = exc.delay
             except Exception as exc:  # a bug must not take the batch down: retry, then report
-                log.exception("unexpected error in %s attempt", operation)
+                log.exception("unexpected error in an attempt", operation=operation)
                 self._metrics.failed(operation, errors_type)
                 last = exc
             remaining = deadline - loop.time()

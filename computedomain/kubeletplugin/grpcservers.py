@@ -18,7 +18,6 @@ Stale socket files are removed before binding; stopping removes the sockets.
 from __future__ import annotations
 
 import asyncio
-import logging
 import stat
 from pathlib import Path
 from typing import Any, Final
@@ -29,8 +28,9 @@ import grpc.aio
 from computedomain.api import names
 from computedomain.kubeletplugin.driver import Driver
 from computedomain.proto import dra
+from computedomain.runtime import logs
 
-log = logging.getLogger(__name__)
+log = logs.get_logger(__name__)
 
 SUPPORTED_VERSIONS: Final = (dra.Version.V1.value, dra.Version.V1BETA1.value)
 STOP_GRACE: Final = 1.0
@@ -60,7 +60,7 @@ class RegistrationService:
         if not request.plugin_registered:
             self.registered.clear()
             self.last_error = request.error
-            log.error("the kubelet refused the registration: %s", request.error)
+            log.error("the kubelet refused the registration", error=request.error)
             await context.abort(
                 grpc.StatusCode.UNKNOWN, f"failed registration process: {request.error}"
             )
@@ -142,12 +142,12 @@ class PluginServers:
             for v in dra.Version
         ]
         self._servers.append(await _serve(self.dra_socket, handlers))
-        log.info("serving DRA v1 and v1beta1 on %s", self.dra_socket)
+        log.info("serving DRA v1 and v1beta1", socket=str(self.dra_socket))
 
     async def start_registration(self) -> None:
         adder = dra.registration_services().add_RegistrationServicer_to_server
         self._servers.append(await _serve(self.registration_socket, [(adder, self.registration)]))
-        log.info("serving plugin registration on %s", self.registration_socket)
+        log.info("serving plugin registration", socket=str(self.registration_socket))
 
     async def stop(self, grace: float = STOP_GRACE) -> None:
         """Stop in reverse order (registration first: the kubelet sees the plugin go)."""

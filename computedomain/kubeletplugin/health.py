@@ -11,7 +11,6 @@ is NOT_FOUND. ``Watch`` is not implemented, like upstream. Port 0 picks a free p
 from __future__ import annotations
 
 import asyncio
-import logging
 from pathlib import Path
 from typing import Any, Final
 
@@ -20,8 +19,9 @@ import grpc.aio
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from computedomain.proto import dra, kubelet_client
+from computedomain.runtime import logs
 
-log = logging.getLogger(__name__)
+log = logs.get_logger(__name__)
 
 SERVICES: Final = frozenset({"", "liveness"})
 PROBE_TIMEOUT: Final = 5.0
@@ -46,7 +46,7 @@ class HealthService:
             ) as client:
                 await client.prepare([])
         except kubelet_client.KubeletRpcError as exc:
-            log.warning("health check failed: %s", exc)
+            log.warning("health check failed", error=str(exc))
             return False
         return True
 
@@ -86,7 +86,7 @@ class HealthServer:
             raise OSError(msg)
         await server.start()
         self._server = server
-        log.info("serving gRPC health on port %d", self.port)
+        log.info("serving gRPC health", port=self.port)
 
     async def stop(self, grace: float = 1.0) -> None:
         if self._server is not None:

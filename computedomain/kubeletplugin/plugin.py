@@ -17,7 +17,6 @@ sockets are removed, slices stay (the kubelet wipes them if the plugin does not 
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 
 from computedomain.kube import resources
@@ -48,10 +47,11 @@ from computedomain.kubeletplugin.waitevents import WaitEvents, corrupt_checkpoin
 from computedomain.kubeletplugin.wakeups import Wakeups
 from computedomain.nvml.interface import Nvml
 from computedomain.policies import registry
+from computedomain.runtime import logs
 from computedomain.runtime.httpserver import HttpServer
 from computedomain.runtime.supervisor import Supervisor
 
-log = logging.getLogger(__name__)
+log = logs.get_logger(__name__)
 
 COMPONENT = "compute-domain-kubelet-plugin"
 
@@ -99,7 +99,7 @@ class KubeletPlugin:
         )
         loaded = await asyncio.to_thread(checkpoints.load_at_startup, boot_id)
         self.startup = loaded.outcome
-        log.info("checkpoint: %s %s", loaded.outcome, loaded.reason)
+        log.info("checkpoint loaded", outcome=str(loaded.outcome), reason=loaded.reason)
         self.metrics.observe_checkpoint(loaded.checkpoint)
         policies = registry.load()
         strategy_for = strategies.resolve(policies.channels, config.channel_strategy_map)
@@ -192,7 +192,7 @@ class KubeletPlugin:
                 sup.start("resourceslices", slices.run())
                 sup.start("cleanup", cleanup.run(config.cleanup_interval), critical=False)
                 self.ready.set()
-                log.info("cd-kubelet-plugin serving on node %s", config.node_name)
+                log.info("cd-kubelet-plugin serving", node=config.node_name)
                 await sup.wait()
             finally:
                 self.ready.clear()

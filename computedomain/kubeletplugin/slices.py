@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 from typing import Final
 
 from computedomain.api import names
@@ -20,8 +19,9 @@ from computedomain.kube import errors, resources
 from computedomain.kube.informer import FuncHandler, Informer
 from computedomain.kube.rest import Api
 from computedomain.kubeletplugin import sliceplan
+from computedomain.runtime import logs
 
-log = logging.getLogger(__name__)
+log = logs.get_logger(__name__)
 
 RESYNC: Final = 300.0
 RETRY_MIN: Final = 0.5
@@ -61,14 +61,14 @@ class SlicePublisher:
         for action in actions:
             if isinstance(action, sliceplan.Create):
                 created = await self.api.create(resources.RESOURCE_SLICES, action.body)
-                log.info("published ResourceSlice %s", created["metadata"]["name"])
+                log.info("published the ResourceSlice", name=created["metadata"]["name"])
             elif isinstance(action, sliceplan.Update):
                 await self.api.update(resources.RESOURCE_SLICES, action.body)
-                log.info("repaired ResourceSlice %s", action.body["metadata"]["name"])
+                log.info("repaired the ResourceSlice", name=action.body["metadata"]["name"])
             else:
                 with contextlib.suppress(errors.NotFound):
                     await self.api.delete(resources.RESOURCE_SLICES, action.name, uid=action.uid)
-                log.info("deleted obsolete ResourceSlice %s", action.name)
+                log.info("deleted an obsolete ResourceSlice", name=action.name)
         self.reconciles += 1
         return actions
 
@@ -81,13 +81,13 @@ class SlicePublisher:
             try:
                 actions = await self.reconcile()
             except (errors.ApiError, KeyError) as exc:
-                log.warning("ResourceSlice reconcile failed (retrying in %.1fs): %s", delay, exc)
+                log.warning("ResourceSlice reconcile failed", retry_in=delay, error=str(exc))
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, RETRY_MAX)
                 continue
             delay = RETRY_MIN
             if actions:
-                log.debug("applied %d ResourceSlice actions", len(actions))
+                log.debug("applied ResourceSlice actions", actions=len(actions))
             # Our own writes come back as watch events and set the flag: the next pass then
             # sees them in the store (never plans from a store that misses our last write).
             with contextlib.suppress(TimeoutError):

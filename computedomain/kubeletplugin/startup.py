@@ -18,7 +18,6 @@ NVML calls block and run in a thread.
 from __future__ import annotations
 
 import asyncio
-import logging
 import shutil
 from pathlib import Path
 from typing import Any, Final
@@ -31,8 +30,9 @@ from computedomain.kubeletplugin.cdistore import CdiStore
 from computedomain.kubeletplugin.config import Config
 from computedomain.nvml import backends, clique, driverversion, procdevices
 from computedomain.nvml.interface import BackendName, Nvml
+from computedomain.runtime import logs
 
-log = logging.getLogger(__name__)
+log = logs.get_logger(__name__)
 
 IMAGE_HOOK: Final = Path("/usr/bin/nvidia-cdi-hook")
 HOOK_NAME: Final = "nvidia-cdi-hook"
@@ -121,18 +121,18 @@ async def discover(config: Config, nvml: Nvml) -> Node:
         )
     else:
         if config.nvml_backend is BackendName.REAL:
-            log.warning("nvidia-ctk not found: base CDI spec holds the GPU device nodes only")
+            log.warning("nvidia-ctk not found: the base CDI spec holds the GPU device nodes only")
         try:
             uvm = procdevices.read_char_major(config.proc_devices, "nvidia-uvm")
         except procdevices.ProcError:
             uvm = 0
         spec = basespec.fake_spec(len(gpus), uvm_major=uvm)
     log.info(
-        "node facts: clique=%r driver=%s gpus=%d imex-channel-major=%d",
-        clique_id,
-        version,
-        len(gpus),
-        major,
+        "node facts",
+        clique=clique_id,
+        driver=version,
+        gpus=len(gpus),
+        imex_channel_major=major,
     )
     return Node(
         clique_id=clique_id,

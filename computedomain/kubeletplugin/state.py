@@ -25,7 +25,6 @@ prepare of the claim may still be running. Blocking file work runs in threads.
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
@@ -48,8 +47,6 @@ from computedomain.kubeletplugin.ports import ClusterView, NodeLabeler, Waiting
 from computedomain.nvml.procdevices import ProcError
 from computedomain.policies.hookspecs import ChannelRequest, ChannelStrategy
 from computedomain.proto import dra
-
-log = logging.getLogger(__name__)
 
 TOMBSTONE_TTL: Final = 300.0  # far beyond the longest prepare request (45 s)
 _DOMAIN_ID: Final = "opaque.parameters.domainID"

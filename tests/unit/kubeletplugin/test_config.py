@@ -80,7 +80,11 @@ def test_every_path_overridable_by_env_and_flag_wins() -> None:
         ([], {"NODE_NAME": "n", "NVML_BACKEND": "gpu"}, "--nvml-backend/NVML_BACKEND: unknown"),
         ([], {"NODE_NAME": "n", "FAKE_NVML_PROFILE": "a100"}, "FAKE_NVML_PROFILE: unknown profile"),
         ([], {"NODE_NAME": "n", "FAKE_NVML_CLIQUE": "bad"}, "FAKE_NVML_CLIQUE: 'bad' is not"),
-        ([], {"NODE_NAME": "n", "HEALTHCHECK_PORT": "x"}, "HEALTHCHECK_PORT: 'x' is not a number"),
+        (
+            [],
+            {"NODE_NAME": "n", "HEALTHCHECK_PORT": "x"},
+            "HEALTHCHECK_PORT: 'x' is not an integer",
+        ),
         ([], {"NODE_NAME": "n", "FEATURE_GATES": "Nope=true"}, "unrecognized feature gate: Nope"),
         ([], {"NODE_NAME": "n", "CHANNEL_STRATEGY_MAP": "Single"}, "'Single' is not Mode=strategy"),
         ([], {"NODE_NAME": "n", "CLEANUP_INTERVAL": "soon"}, "'soon' is not a duration"),
@@ -90,3 +94,18 @@ def test_errors_name_the_setting(argv: list[str], env: dict[str, str], message: 
     with pytest.raises(ConfigError) as err:
         config.parse(argv, env)
     assert message in str(err.value)
+
+
+def test_flag_set_describes_every_setting() -> None:
+    rows = {row["env"]: row for row in config.flag_set().describe()}
+    assert rows["NODE_NAME"]["required"]
+    assert rows["NVIDIA_DRIVER_ROOT"]["flag"] == "--nvidia-driver-root"
+    assert rows["V"]["flag"] == "--v"
+    assert {"NVML_BACKEND", "FAKE_NVML_PROFILE", "FAKE_NVML_CLIQUE", "BOOT_ID_PATH"} <= set(rows)
+    assert {"CHANNEL_STRATEGY_MAP", "ALT_PROC_DEVICES_PATH", "DRIVER_ROOT_CTR_PATH"} <= set(rows)
+    assert rows["KUBELET_PLUGINS_DIRECTORY_PATH"]["default"] == "/var/lib/kubelet/plugins"
+
+
+def test_verbosity_range() -> None:
+    with pytest.raises(ConfigError, match="11 is not between 0 and 10"):
+        config.parse(["-v", "11"], {"NODE_NAME": "n"})
