@@ -8,8 +8,8 @@ start and causes needless updates). The slice is owned by the Node (controller r
 it goes with the Node) and named by ``generateName`` as the kubelet helper names slices.
 
 :func:`plan` compares the slices of this driver on this node with the desired content and
-returns the writes: create when none exists, update one when it drifted (bumping the pool
-generation), delete every other slice of the pool.
+returns the writes: create when the pool has no slice, update the kept one when it drifted
+(bumping the pool generation), delete every other slice of this driver on this node.
 """
 
 from __future__ import annotations
@@ -117,28 +117,38 @@ def matches(current: Mapping[str, Any], desired: Desired) -> bool:
     )
 
 
+def _pool(slice_: Mapping[str, Any]) -> str:
+    return str(((slice_.get("spec") or {}).get("pool") or {}).get("name", ""))
+
+
 def plan(existing: Sequence[Mapping[str, Any]], desired: Desired) -> list[Action]:
-    """The writes that make the pool exactly one slice with the desired content. Pure."""
-    if not existing:
-        return [Create(desired.new_slice())]
+    """The writes that make the pool exactly one slice with the desired content. Pure.
+
+    The oldest slice of the node's pool is kept (updated if it drifted); every other slice of
+    this driver on this node, of this pool or another, is obsolete and deleted.
+    """
     ordered = sorted(
         existing,
         key=lambda s: (
-            (s.get("spec") or {}).get("pool", {}).get("name") != desired.node,
             str((s.get("metadata") or {}).get("creationTimestamp") or ""),
             str((s.get("metadata") or {}).get("name") or ""),
         ),
     )
-    keep, *extra = ordered
+    ours = [s for s in ordered if _pool(s) == desired.node]
+    keep = ours[0] if ours else None
     actions: list[Action] = []
-    if not matches(keep, desired):
+    if keep is None:
+        actions.append(Create(desired.new_slice()))
+    elif not matches(keep, desired):
         meta = dict(keep.get("metadata") or {})
         owners = [o for o in meta.get("ownerReferences") or [] if o.get("kind") != "Node"]
         meta["ownerReferences"] = [*owners, owner_reference(desired.node, desired.node_uid)]
         generation = int(((keep.get("spec") or {}).get("pool") or {}).get("generation") or 0)
         body = {**keep, "metadata": meta, "spec": desired.spec(generation + 1)}
         actions.append(Update(body))
-    for other in extra:
+    for other in ordered:
+        if other is keep:
+            continue
         meta = other.get("metadata") or {}
         actions.append(Delete(name=str(meta.get("name")), uid=str(meta.get("uid") or "")))
     return actions

@@ -7,7 +7,11 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+import aiohttp
+import grpc
+import grpc.aio
 import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from computedomain.api import names
 from computedomain.kube import resources
@@ -22,6 +26,7 @@ from tests.integration.kubeletplugin.conftest import (
     eventually,
     node_environment,
     read_bytes,
+    read_text,
     ref,
     reserved_pod,
     running_plugin,
@@ -48,14 +53,41 @@ async def test_register_publish_prepare_unprepare_both_versions(
     await world.daemon_ready(cd)
     daemon = await world.claim("daemon", cd_uid, namespace=DRIVER_NAMESPACE)
     channel = await world.claim("channel", cd_uid)
-    async with running_plugin(node_environment(short_dir, world, apiserver), api) as plugin:
+    obsolete = await api.create(
+        resources.RESOURCE_SLICES,
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceSlice",
+            "metadata": {"name": f"old-{world.node}"},
+            "spec": {
+                "driver": names.DRIVER_NAME,
+                "nodeName": world.node,
+                "pool": {"name": "old-pool", "generation": 3, "resourceSliceCount": 1},
+                "devices": [{"name": "channel-0"}],
+            },
+        },
+    )
+    env = node_environment(
+        short_dir, world, apiserver, HTTP_ENDPOINT="127.0.0.1:0", HEALTHCHECK_PORT="0"
+    )
+    async with running_plugin(env, api) as plugin:
         registration = await kubelet_client.register(
             plugin.reg_socket, driver_name=names.DRIVER_NAME
         )
         assert registration.version is dra.Version.V1
         assert registration.endpoint == str(plugin.config.dra_socket)
-        # The ResourceSlice: one pool named after the node, owned by the Node.
-        (published,) = await eventually(lambda: slices(api, world.node), what="the slice")
+
+        # The ResourceSlice: one pool named after the node, owned by the Node; the old gone.
+        async def only_ours() -> list[dict[str, Any]]:
+            found = await slices(api, world.node)
+            return (
+                found
+                if [s["metadata"]["uid"] for s in found] != [obsolete["metadata"]["uid"]]
+                and len(found) == 1
+                else []
+            )
+
+        (published,) = await eventually(only_ours, what="the slice")
         node = await api.get(resources.NODES, world.node)
         assert published["metadata"]["ownerReferences"][0]["uid"] == node["metadata"]["uid"]
         assert published["spec"]["pool"]["name"] == world.node
@@ -65,22 +97,39 @@ async def test_register_publish_prepare_unprepare_both_versions(
             result = (await v1.prepare([ref(daemon)]))[daemon["metadata"]["uid"]]
         assert result.error == ""
         assert result.devices[0].cdi_device_ids[0] == "k8s.compute-domain.nvidia.com/device=all"
-        async with kubelet_client.DraClient(registration.endpoint, dra.Version.V1BETA1) as v1beta1:
-            result = (await v1beta1.prepare([ref(channel)]))[channel["metadata"]["uid"]]
+        async with kubelet_client.DraClient(registration.endpoint, dra.Version.V1BETA1) as old:
+            result = (await old.prepare([ref(channel)]))[channel["metadata"]["uid"]]
             assert result.error == ""
             assert await world.node_label() == cd_uid
             cdi_file = (
                 short_dir
                 / "cdi"
-                / f"k8s.compute-domain.nvidia.com-claim_{channel['metadata']['uid']}.yaml"
+                / (f"k8s.compute-domain.nvidia.com-claim_{channel['metadata']['uid']}.yaml")
             )
-            assert "/dev/nvidia-caps-imex-channels/channel0" in cdi_file.read_text()
-            assert await v1beta1.unprepare([ref(channel)]) == {channel["metadata"]["uid"]: ""}
+            assert "/dev/nvidia-caps-imex-channels/channel0" in read_text(cdi_file)
+            assert await old.unprepare([ref(channel)]) == {channel["metadata"]["uid"]: ""}
         assert await world.node_label() is None
         assert not cdi_file.exists()
         async with kubelet_client.DraClient(registration.endpoint, dra.Version.V1) as v1:
             assert await v1.unprepare([ref(daemon)]) == {daemon["metadata"]["uid"]: ""}
         assert checkpoint_of(short_dir).claims == {}
+        # Metrics with upstream's names, readiness, and the gRPC health service.
+        assert plugin.plugin.http is not None
+        assert plugin.plugin.health is not None
+        base = f"http://127.0.0.1:{plugin.plugin.http.port}"
+        async with aiohttp.ClientSession() as http:
+            async with http.get(f"{base}/metrics") as response:
+                text = await response.text()
+            async with http.get(f"{base}/readyz") as response:
+                assert response.status == 200
+        line = f'nvidia_dra_requests_total{{driver="{names.DRIVER_NAME}",operation="prepare"}} 2.0'
+        assert line in text
+        assert "nvidia_dra_prepared_devices" in text
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{plugin.plugin.health.port}") as ch:
+            check = await health_pb2_grpc.HealthStub(ch).Check(
+                health_pb2.HealthCheckRequest(service="liveness")
+            )
+        assert check.status == health_pb2.HealthCheckResponse.SERVING
         # Drift: a deleted slice comes back.
         await api.delete(resources.RESOURCE_SLICES, published["metadata"]["name"])
         (again,) = await eventually(lambda: slices(api, world.node), what="a new slice")

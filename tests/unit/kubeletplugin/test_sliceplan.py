@@ -80,8 +80,16 @@ def test_lost_owner_is_restored() -> None:
 def test_extra_slices_are_deleted() -> None:
     older = existing("a", creationTimestamp="2026-01-01T00:00:00Z")
     newer = existing("b", creationTimestamp="2026-01-02T00:00:00Z")
-    foreign_pool = copy.deepcopy(newer)
-    foreign_pool["metadata"].update(name="c", uid="uid-c")
+    foreign_pool = copy.deepcopy(older)
+    foreign_pool["metadata"].update(name="c", uid="uid-c", creationTimestamp="2025-01-01T00:00:00Z")
     foreign_pool["spec"]["pool"]["name"] = "old-pool"
     actions = sliceplan.plan([foreign_pool, newer, older], DESIRED)
-    assert actions == [sliceplan.Delete("b", "uid-b"), sliceplan.Delete("c", "uid-c")]
+    assert actions == [sliceplan.Delete("c", "uid-c"), sliceplan.Delete("b", "uid-b")]
+
+
+def test_only_a_foreign_pool_means_create_and_delete() -> None:
+    foreign_pool = existing("c")
+    foreign_pool["spec"]["pool"]["name"] = "old-pool"
+    create, delete = sliceplan.plan([foreign_pool], DESIRED)
+    assert isinstance(create, sliceplan.Create)
+    assert delete == sliceplan.Delete("c", "uid-c")
