@@ -132,6 +132,11 @@ class CheckpointStore:
         log.info("imported upstream's checkpoint", claims=len(imported.claims), path=str(theirs))
         return len(imported.claims)
 
+    def cached(self) -> Checkpoint | None:
+        """The last state read or written, if the file has not changed since (one stat)."""
+        stat = self._stat()
+        return self._last if stat is not None and stat == self._last_stat else None
+
     def read(self) -> Checkpoint:
         """The checkpoint on disk. A corrupt file is moved aside and the last good state used.
 

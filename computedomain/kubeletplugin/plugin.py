@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import time
 
-from computedomain.kube import resources
 from computedomain.kube.events import EventRecorder
 from computedomain.kube.mutationcache import MutationCache
 from computedomain.kube.rest import Api
@@ -79,10 +78,8 @@ class KubeletPlugin:
         cdi_store = await asyncio.to_thread(startup.prepare_dirs, config)
         node = await startup.discover(config, self.nvml)
         await asyncio.to_thread(cdi_store.write_base, node.base_spec)
-        try:
-            node_obj = await self.api.get(resources.NODES, config.node_name)
-        except Exception as exc:
-            raise startup.StartupError(f"reading Node {config.node_name}: {exc}") from exc
+        # Events about the node name it; the Node need not exist yet (no startup dependency).
+        node_obj = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": config.node_name}}
         recorder = EventRecorder(self.api, component=COMPONENT, host=config.node_name)
         checkpoints = CheckpointStore(
             config.plugin_dir / cp.FILE_NAME,

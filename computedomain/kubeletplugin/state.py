@@ -128,6 +128,9 @@ class DeviceState:
         self._on_checkpoint = on_checkpoint
 
     async def _read(self) -> Checkpoint:
+        cached = self._checkpoints.cached()  # one stat: the file is unchanged most of the time
+        if cached is not None:
+            return cached
         return await asyncio.to_thread(self._checkpoints.read)
 
     async def _write(self, checkpoint: Checkpoint) -> None:
@@ -325,7 +328,8 @@ class DeviceState:
                 self._cluster.daemon_pod(device.domain_id),
             )
             raise Waiting(
-                "current node not ready in ComputeDomain",
+                f"current node not ready in ComputeDomain {channelclaims.domain_ref(domain)} "
+                f"({device.domain_id})",
                 reason=reason,
                 wake_on=(wakeups.domain_key(device.domain_id),),
             )
