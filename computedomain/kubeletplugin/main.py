@@ -18,8 +18,9 @@ from computedomain.kubeletplugin.plugin import COMPONENT, KubeletPlugin
 from computedomain.runtime import logs, supervisor
 
 
-class _StartupFailed(Exception):
-    """Carries the message of a startup error out of the event loop."""
+def _fail(message: str) -> int:
+    print(f"Error: {message}", file=sys.stderr)
+    return 1
 
 
 async def _serve(config: cfg.Config) -> int:
@@ -34,11 +35,11 @@ async def _serve(config: cfg.Config) -> int:
             )
         )
     except ClientConfigError as exc:
-        raise _StartupFailed(f"API server configuration: {exc}") from exc
+        return _fail(f"API server configuration: {exc}")
     try:
         await KubeletPlugin(config, api).run()
     except PermanentError as exc:
-        raise _StartupFailed(str(exc)) from exc
+        return _fail(str(exc))
     finally:
         await api.close()
     return 0
@@ -49,14 +50,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         config = cfg.parse(sys.argv[1:] if argv is None else argv, os.environ)
     except ConfigError as exc:
-        print(f"Error: {exc}", file=sys.stderr)
-        return 1
+        return _fail(str(exc))
     logs.setup(config.verbosity, COMPONENT)
-    try:
-        return supervisor.run(lambda: _serve(config))
-    except _StartupFailed as exc:
-        print(f"Error: {exc}", file=sys.stderr)
-        return 1
+    return supervisor.run(lambda: _serve(config))
 
 
 if __name__ == "__main__":
