@@ -135,6 +135,9 @@ class Driver:
             check_claim(ref, claim)
         except (PermanentError, TemporaryError) as exc:
             return dra.PrepareResult(error=f"{prefix}: {exc}")
+        except Exception as exc:  # a malformed object must fail this claim only
+            log.exception("unexpected error reading a claim", claim=ref_label(ref))
+            return dra.PrepareResult(error=f"{prefix}: unexpected error: {exc}")
 
         async def attempt() -> dra.PrepareResult:
             devices = await self.state.prepare(claim, requested_at=requested_at)

@@ -80,7 +80,7 @@ class SlicePublisher:
             self._dirty.clear()
             try:
                 actions = await self.reconcile()
-            except (errors.ApiError, KeyError) as exc:
+            except Exception as exc:  # API trouble or odd objects: never crash-loop; retry
                 log.warning("ResourceSlice reconcile failed", retry_in=delay, error=str(exc))
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, RETRY_MAX)
