@@ -12,8 +12,10 @@ own result: a bad claim never fails the batch. Per claim:
   budget of 45 s or the caller's gRPC deadline less a margin, whichever ends first;
 - a claim still failing when the budget runs out gets its last error with a note that the
   kubelet will retry (upstream leaves it out of the map; an error says why);
-- while a channel claim waits (:class:`~.ports.Waiting`), the reason is posted as a Warning
-  event on the pods that reserve the claim, through ``report_wait`` (rate limited there).
+- while a claim waits (a :class:`~.ports.Waiting`: its domain's daemon, another domain's
+  label) or is retried for any other reason (a device still held by an old claim, the lock),
+  the reason is posted as a Warning event on the pods that reserve the claim, through
+  ``report_wait`` (rate limited there).
 
 Every message names the claim: ``error preparing devices for claim '<ns>/<name>:<uid>': ...``.
 """
@@ -44,8 +46,9 @@ BACKOFF_MAX: Final = 3.0
 
 # Reads a claim; raises PermanentError (e.g. not found) or TemporaryError (API trouble).
 ClaimFetcher = Callable[[dra.ClaimRef], Awaitable[Mapping[str, Any]]]
-# (claim object, reason) -> None: tell the claim's pods why it waits.
-WaitReporter = Callable[[Mapping[str, Any], str], None]
+# (claim object, message, is_wait) -> None: tell the claim's pods why it waits (is_wait: a
+# normal wait for the domain or the node, else another retryable problem).
+WaitReporter = Callable[[Mapping[str, Any], str, bool], None]
 
 
 def ref_label(ref: dra.ClaimRef) -> str:
@@ -143,9 +146,13 @@ class Driver:
             devices = await self.state.prepare(claim, requested_at=requested_at)
             return dra.PrepareResult(devices=devices)
 
-        def on_wait(error: Waiting) -> None:
-            if self._report_wait is not None:
-                self._report_wait(claim, error.reason)
+        def on_wait(error: TemporaryError) -> None:
+            if self._report_wait is None:
+                return
+            if isinstance(error, Waiting):
+                self._report_wait(claim, error.reason, True)
+            else:
+                self._report_wait(claim, f"Retrying claim {ref_label(ref)}: {error}", False)
 
         outcome = await self._retry(m.PREPARE, attempt, deadline, on_wait)
         if isinstance(outcome, Exception):
@@ -173,7 +180,7 @@ class Driver:
         operation: str,
         attempt: Callable[[], Awaitable[T]],
         deadline: float,
-        on_wait: Callable[[Waiting], None] | None,
+        on_wait: Callable[[TemporaryError], None] | None,
     ) -> T | Exception:
         loop = asyncio.get_running_loop()
         errors_type = m.PREPARE_DEVICES if operation == m.PREPARE else m.UNPREPARE_DEVICES
@@ -190,6 +197,8 @@ class Driver:
             except LockTimeout as exc:
                 self._metrics.failed(operation, m.LOCK_ACQUIRE)
                 last: Exception = exc
+                if on_wait is not None:
+                    on_wait(exc)
             except PermanentError as exc:
                 self._metrics.failed(operation, errors_type)
                 return exc
@@ -198,10 +207,10 @@ class Driver:
                 last = exc
                 if isinstance(exc, Waiting):
                     wake_on = exc.wake_on
-                    if on_wait is not None:
-                        on_wait(exc)
                 elif exc.delay is not None:
                     delay = exc.delay
+                if on_wait is not None:
+                    on_wait(exc)
             except Exception as exc:  # a bug must not take the batch down: retry, then report
                 log.exception("unexpected error in an attempt", operation=operation)
                 self._metrics.failed(operation, errors_type)

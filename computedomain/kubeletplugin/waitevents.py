@@ -1,8 +1,9 @@
 """Telling users why a workload waits: Warning events on the pods of a waiting claim.
 
-While a channel claim waits — for this node's IMEX daemon of its domain, or for another domain's
-label to leave the node — the driver hands the reason here, and it becomes a Warning event on
-every pod in the claim's ``status.reservedFor`` (the pods the kubelet is starting), where
+While a claim waits — for this node's IMEX daemon of its domain, for another domain's label to
+leave the node, or for anything else that is retried (a device an old claim still holds, the
+node lock) — the driver hands the reason here, and it becomes a Warning event on every pod in
+the claim's ``status.reservedFor`` (the pods the kubelet is starting), where
 ``kubectl describe pod`` shows it. An unchanged reason is repeated at most every
 ``REPEAT_AFTER`` seconds per claim; the EventRecorder folds repeats into one Event and cuts
 floods. Also the Warning on the Node when a corrupt checkpoint was moved aside.
@@ -18,6 +19,7 @@ from typing import Any, Final
 from computedomain.kube.events import WARNING, EventRecorder
 
 REASON_WAITING: Final = "ComputeDomainNotReady"
+REASON_RETRYING: Final = "PrepareRetrying"
 REASON_CORRUPT_CHECKPOINT: Final = "CheckpointCorrupt"
 REPEAT_AFTER: Final = 10.0
 _FORGET_AFTER: Final = 600.0
@@ -52,8 +54,12 @@ class WaitEvents:
         self._clock = clock
         self._last: dict[str, tuple[str, float]] = {}
 
-    def report(self, claim: Mapping[str, Any], reason: str) -> None:
-        """Post ``reason`` on the claim's pods, unless just posted. Never raises."""
+    def report(self, claim: Mapping[str, Any], reason: str, waiting: bool = True) -> None:
+        """Post ``reason`` on the claim's pods, unless just posted. Never raises.
+
+        ``waiting``: a normal wait (event reason ComputeDomainNotReady), else another
+        retryable problem (PrepareRetrying).
+        """
         uid = str((claim.get("metadata") or {}).get("uid", ""))
         now = self._clock()
         last = self._last.get(uid)
@@ -62,7 +68,9 @@ class WaitEvents:
         self._last = {k: v for k, v in self._last.items() if now - v[1] < _FORGET_AFTER}
         self._last[uid] = (reason, now)
         for pod in pod_refs(claim):
-            self.recorder.event(pod, WARNING, REASON_WAITING, reason)
+            self.recorder.event(
+                pod, WARNING, REASON_WAITING if waiting else REASON_RETRYING, reason
+            )
 
 
 def corrupt_checkpoint_reporter(

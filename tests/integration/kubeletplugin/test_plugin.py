@@ -275,3 +275,25 @@ async def test_stale_prepare_after_unprepare_does_not_resurrect(
     assert await world.node_label() is None
     assert uid not in checkpoint_of(short_dir).claims
     assert not list((short_dir / "cdi").glob(f"*{uid}*"))
+
+
+async def test_a_device_still_held_by_an_old_claim_is_retried_and_said(
+    api: Api, world: World, short_dir: Path, apiserver: testing.RunningServer
+) -> None:
+    """The scheduler gave channel-0 to a new claim before the old one was unprepared (#641)."""
+    cd = await world.domain("job")
+    await world.daemon_ready(cd)
+    old = await world.claim("channel", cd["metadata"]["uid"])
+    new = await world.claim("channel", cd["metadata"]["uid"])
+    env = node_environment(short_dir, world, apiserver)
+    async with running_plugin(env, api) as plugin, await plugin.kubelet() as client:
+        assert (await client.prepare([ref(old)]))[old["metadata"]["uid"]].error == ""
+        early = (await client.prepare([ref(new)], deadline=2))[new["metadata"]["uid"]]
+        held = "requested device channel-0 is already allocated to different claim"
+        assert held in early.error
+        events = await eventually(lambda: world.events_for(reserved_pod(new)), what="event")
+        assert events[0]["reason"] == "PrepareRetrying"
+        assert held in events[0]["message"]
+        assert (await client.unprepare([ref(old)]))[old["metadata"]["uid"]] == ""
+        late = (await client.prepare([ref(new)]))[new["metadata"]["uid"]]
+        assert late.error == ""

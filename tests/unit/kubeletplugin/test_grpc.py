@@ -55,7 +55,7 @@ async def plugin(short_dir: Path) -> AsyncIterator[Plugin]:
     waits: list[tuple[str, str]] = []
     waiting = asyncio.Event()
 
-    def report(claim: Mapping[str, Any], reason: str) -> None:
+    def report(claim: Mapping[str, Any], reason: str, is_wait: bool) -> None:
         waits.append((claim["metadata"]["name"], reason))
         waiting.set()
 
