@@ -6,8 +6,9 @@ compact Go JSON), the top-level one over ``{"checksum":0,"v1":...}``, the V2 one
 object with its checksum set to 0. A file written by Go already has Go's field order and
 escaping, so re-encoding the parsed JSON compactly, in file order, with Go's escapes reproduces
 the bytes Go hashed. We verify both checksums, read V2 (or V1 when V2 is absent), and convert
-each claim into our :class:`~computedomain.kubeletplugin.checkpoint.ClaimEntry`; the caller
-writes our checkpoint and moves upstream's file aside (a later rollback to the Go plugin then
+each claim into our :class:`~computedomain.kubeletplugin.checkpoint.ClaimEntry`. Pure; the
+caller (:meth:`~computedomain.kubeletplugin.checkpointstore.CheckpointStore.import_upstream`)
+writes our checkpoint and renames upstream's file (a later rollback to the Go plugin then
 starts clean instead of from stale state). The legacy 25.03-RC2 layout is not imported.
 """
 
