@@ -9,8 +9,9 @@ TemporaryError and reports PermanentError at once. One prepare attempt:
    its devices with no side effect (idempotency);
 2. resolve the configs (:mod:`claimplan`) and, for channel devices, look the domain up and
    check the claim's namespace: any problem is permanent and nothing has been written;
-3. refuse devices (and IMEX channels) another completed claim holds (retryable: the kubelet
-   unprepares the old claim soon, #641, k/k#136269);
+3. refuse devices another completed claim holds (retryable: the kubelet unprepares the old
+   claim soon, #641, k/k#136269), and IMEX channels a claim of another domain holds (a
+   channel is an access boundary; claims of one domain may share theirs);
 4. record ``PrepareStarted`` (before any side effect);
 5. daemon devices: domain directory, env, mount, fabric node; channel devices: choose channels
    (channel strategy), label the Node, wait until the local daemon is Ready
@@ -251,7 +252,8 @@ class DeviceState:
             for held in other.devices:
                 if held.type is DeviceType.CHANNEL:
                     in_use.setdefault(held.domain_id, set()).update(held.channels)
-                    owner.update(dict.fromkeys(held.channels, other_uid))
+                    if held.domain_id != config.domain_id:  # a channel is a domain's boundary
+                        owner.update(dict.fromkeys(held.channels, other_uid))
         strategy = self._strategy_for(strategy_mode(config))
         request = ChannelRequest(
             allocation_mode=config.allocation_mode,

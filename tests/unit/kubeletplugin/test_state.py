@@ -315,3 +315,24 @@ def test_unknown_strategy_is_a_startup_error(tmp_path: Path) -> None:
         fx.harness(tmp_path, strategy_map={"Single": "nope"})
     with pytest.raises(ConfigError, match="unknown allocation mode 'Many'"):
         fx.harness(tmp_path, strategy_map={"Many": "All"})
+
+
+def _admin(claim: dict) -> dict:
+    claim["status"]["allocation"]["devices"]["results"][0]["adminAccess"] = True
+    return claim
+
+
+async def test_a_channel_is_shared_within_a_domain_never_across(tmp_path: Path) -> None:
+    h = fx.harness(tmp_path)
+    mine, theirs = fx.domain("mine"), fx.domain("theirs")
+    for cd in (mine, theirs):
+        fx.set_ready(cd)
+        h.cluster.add(cd)
+    await h.state.prepare(fx.claim("channel", mine["metadata"]["uid"]), requested_at=h.tick())
+    # Admin access shares the device; the channel decides.
+    same = _admin(fx.claim("channel", mine["metadata"]["uid"]))
+    await h.state.prepare(same, requested_at=h.tick())
+    other = _admin(fx.claim("channel", theirs["metadata"]["uid"]))
+    with pytest.raises(TemporaryError, match=r"channel 0 already allocated by claim .*checkpoint"):
+        await h.state.prepare(other, requested_at=h.tick())
+    assert h.labeler.value == mine["metadata"]["uid"]
