@@ -68,7 +68,9 @@ class Collector:
             if ev.skey != NS_KEY and ev.new.namespace in self.namespaces:
                 self.wake.set()
         else:
-            if new_owners:
+            # Owners that go away later are found through the DELETED path; an object needs a
+            # look of its own only when its owner references are new.
+            if new_owners and (ev.type == "ADDED" or prev_owners != new_owners):
                 self.check.add(ref)
             raw = ev.new.raw
             if b'"deletionTimestamp"' in raw and (
