@@ -52,7 +52,8 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 def render(state: Mapping[str, Any], seen: Mapping[str, Sequence[Obj]]) -> str:
     """The status text. Pure."""
     out = [
-        f"cluster: {state.get('phase', '?')}  pid {state.get('pid', '?')}  api {state.get('url', '')}",
+        f"cluster: {state.get('phase', '?')}  pid {state.get('pid', '?')}  "
+        f"api {state.get('url', '')}",
         f"kubeconfig: {state.get('kubeconfig', '')}  isolation: {state.get('isolation', '')}",
         "",
         "NODES",
