@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import sys
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
@@ -81,11 +82,19 @@ class ClusterConfig:
 
 
 def image_for(imex_path: str | None) -> Image:
-    """The simulated image: our programs from this virtual environment, and a PATH. Pure."""
+    """The simulated image: our programs from this virtual environment, a PATH, unbuffered
+    Python output (as Python images set it, so logs are complete when a container is killed),
+    and this process's PYTHONPATH if it has one (a development checkout). Reads the
+    environment."""
     bin_dir = Path(sys.executable).parent
     commands = {name: str(bin_dir / name) for name in PROGRAMS if (bin_dir / name).exists()}
-    path = ":".join(p for p in (imex_path, str(bin_dir), SYSTEM_PATH) if p)
-    return Image(commands=commands, env={"PATH": path})
+    env = {
+        "PATH": ":".join(p for p in (imex_path, str(bin_dir), SYSTEM_PATH) if p),
+        "PYTHONUNBUFFERED": "1",
+    }
+    if os.environ.get("PYTHONPATH"):
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    return Image(commands=commands, env=env)
 
 
 class SimCluster:

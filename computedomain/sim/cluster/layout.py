@@ -23,11 +23,15 @@ __all__ = ["StateLayout"]
 LINK_PARENT = Path("/tmp")
 
 
+def _resolved(path: str | Path) -> Path:
+    return Path(path).resolve()
+
+
 @attrs.frozen
 class StateLayout:
     """The files of one simulated cluster."""
 
-    root: Path = attrs.field(converter=lambda p: Path(p).resolve())
+    root: Path = attrs.field(converter=_resolved)
 
     @property
     def kubeconfig(self) -> Path:

@@ -8,6 +8,8 @@ node informer has synced, so a node that merely has not been seen yet is not tak
 
 from __future__ import annotations
 
+from typing import Any
+
 from computedomain.kube import errors
 from computedomain.kube.events import EventRecorder
 from computedomain.kube.informer import FuncHandler, Informer
@@ -41,8 +43,8 @@ class PodGarbageCollector:
         )
         self.nodes.add_handler(FuncHandler(delete=self._node_gone))
 
-    def _node_gone(self, node: dict[str, object]) -> None:
-        name = str((node.get("metadata") or {}).get("name", ""))  # type: ignore[union-attr]
+    def _node_gone(self, node: dict[str, Any]) -> None:
+        name = str((node.get("metadata") or {}).get("name", ""))
         for pod in self.pods.store.by_index("node", name):
             self.queue.add(object_key(pod))
 

@@ -77,11 +77,14 @@ class DraManager:
             if entry.claim_name is None:
                 continue
             try:
-                claim = await self.api.get(RESOURCE_CLAIMS, entry.claim_name, namespace)
+                found: dict[str, Any] | None = await self.api.get(
+                    RESOURCE_CLAIMS, entry.claim_name, namespace
+                )
             except errors.NotFound:
-                claim = None
-            pod_claims.check_ready(claim, entry.claim_name, pod)
-            assert claim is not None
+                found = None
+            pod_claims.check_ready(found, entry.claim_name, pod)
+            assert found is not None
+            claim: Obj = found
             by_pod_claim[entry.pod_claim_name] = claim
             uid = str(claim["metadata"]["uid"])
             known = self._prepared.get(uid)

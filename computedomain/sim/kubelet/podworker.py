@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Mapping
+import shutil
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +90,7 @@ class PodWorker:
         self._dirty = asyncio.Event()
         self._last_status: dict[str, Any] | None = None
         self._kills: set[asyncio.Future[None]] = set()
+        self._container_tasks: list[asyncio.Future[None]] = []
         self._waiting_message = ""
 
     # -- inputs from the kubelet -----------------------------------------------------------
@@ -163,8 +165,9 @@ class PodWorker:
             return
         self._waiting_message = ""
         for runner in self.init_runners:
-            runner.make_spec = self._spec_factory(runner, context, prepared, sources)  # type: ignore[arg-type]
+            runner.make_spec = self._spec_factory(runner, context, prepared, sources)
             task = asyncio.ensure_future(runner.run())
+            self._container_tasks.append(task)
             if not await self._until_done_or_terminated([task]):
                 return
             if runner.record.exit_code != 0:
@@ -172,16 +175,18 @@ class PodWorker:
                 return
         tasks = []
         for runner in self.runners:
-            runner.make_spec = self._spec_factory(runner, context, prepared, sources)  # type: ignore[arg-type]
+            runner.make_spec = self._spec_factory(runner, context, prepared, sources)
             tasks.append(asyncio.ensure_future(runner.run()))
+        self._container_tasks.extend(tasks)
         if await self._until_done_or_terminated(tasks):
             self.finished = True  # every container ended for good: the pod completed
 
-    async def _until_done_or_terminated(self, tasks: list[asyncio.Future[None]]) -> bool:
+    async def _until_done_or_terminated(self, tasks: Sequence[asyncio.Future[None]]) -> bool:
         """True when all ``tasks`` ended by themselves, False on a termination request."""
-        stop = asyncio.ensure_future(self._terminate.wait())
+        stop: asyncio.Future[Any] = asyncio.ensure_future(self._terminate.wait())
+        everything: asyncio.Future[Any] = asyncio.gather(*tasks)
         try:
-            await asyncio.wait([stop, asyncio.gather(*tasks)], return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait([stop, everything], return_when=asyncio.FIRST_COMPLETED)
         finally:
             stop.cancel()
         return all(t.done() for t in tasks) and not self._terminate.is_set()
@@ -196,6 +201,9 @@ class PodWorker:
                 dict(self.pod), "Normal", "Killing", f"Stopping container(s) {names}"
             )
         await asyncio.gather(*(r.stop(grace) for r in [*self.init_runners, *self.runners]))
+        for task in self._container_tasks:
+            task.cancel()
+        await asyncio.gather(*self._container_tasks, return_exceptions=True)
         self._dirty.set()
         if self.pod_ip and self.pod_ip != self.ctx.node.address:
             self.ctx.addresses.release_pod_address(self.pod_ip)
@@ -211,6 +219,9 @@ class PodWorker:
                 self._event("Warning", "FailedUnprepareDynamicResources", str(exc))
                 delay += 1
                 await self.ctx.clock.sleep(self.ctx.retry.delay(delay))
+        if self._terminate.is_set():
+            # The pod's files go with it (its logs stay under /var/log/pods).
+            shutil.rmtree(self.ctx.paths.pod_dir(self.uid), ignore_errors=True)
         if self._terminate.is_set() and not self._vanished:
             meta = self.pod["metadata"]
             with contextlib.suppress(errors.NotFound, errors.Conflict):
@@ -233,6 +244,7 @@ class PodWorker:
                 volumes.VolumeError,
                 launch.LaunchError,
                 errors.ApiError,
+                OSError,
             ) as exc:
                 message = str(exc)
                 attempt += 1
@@ -257,6 +269,7 @@ class PodWorker:
         if spec.get("automountServiceAccountToken") is False:
             return None
         path = self.ctx.paths.pod_dir(self.uid) / "kubeconfig"
+        path.parent.mkdir(parents=True, exist_ok=True)
         try:
             await tokens.write_pod_kubeconfig(self.ctx.api, self.pod, self.ctx.server_url, path)
         except errors.NotFound:

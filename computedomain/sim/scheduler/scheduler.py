@@ -136,6 +136,7 @@ class Scheduler:
         self.slices = Informer(api, RESOURCE_SLICES, name="scheduler-slices")
         self.classes = Informer(api, DEVICE_CLASSES, name="scheduler-classes")
         self.claim_cache = MutationCache(self.claims.store, clock=self.clock)
+        self._assumed: dict[str, str] = {}  # pod key -> node, bound but not yet seen bound
         self.queue: RateLimitingQueue[str] = RateLimitingQueue(name="scheduler", clock=self.clock)
         self.pods.add_handler(
             FuncHandler(add=self._pod_changed, update=lambda _o, n: self._pod_changed(n))
@@ -200,12 +201,7 @@ class Scheduler:
             await self._unschedulable(pod, f"resourceclaim {names} not found")
             return
         others = [c for c in self.claim_cache.list() if object_key(c) not in claims]
-        counts = {
-            str(n["metadata"]["name"]): len(
-                self.pods.store.by_index("node", str(n["metadata"]["name"]))
-            )
-            for n in self.nodes.store.list()
-        }
+        counts = self._pods_per_node()
         decision = decide(
             pod,
             sorted(self.nodes.store.list(), key=lambda n: str(n["metadata"]["name"])),
@@ -233,12 +229,28 @@ class Scheduler:
             )
         except (errors.NotFound, errors.Conflict):
             return  # deleted or bound meanwhile; its claims are released by the claim controller
+        self._assumed[key] = decision.node
         self.events.event(
             dict(pod),
             "Normal",
             "Scheduled",
             f"Successfully assigned {namespace}/{pod['metadata']['name']} to {decision.node}",
         )
+
+    def _pods_per_node(self) -> dict[str, int]:
+        """Pods on each node, counting pods we bound that the informer has not shown bound yet
+        (kube-scheduler's "assumed" pods), so that back-to-back pods spread."""
+        counts = {}
+        for node in self.nodes.store.list():
+            name = str(node["metadata"]["name"])
+            counts[name] = len(self.pods.store.by_index("node", name))
+        for key, node_name in list(self._assumed.items()):
+            current = self.pods.store.get(key)
+            if current is None or (current.get("spec") or {}).get("nodeName"):
+                del self._assumed[key]
+            else:
+                counts[node_name] = counts.get(node_name, 0) + 1
+        return counts
 
     async def _reserve(self, claim: Obj, pod: Obj, new_allocation: dict[str, Any] | None) -> None:
         """Write the allocation (if new) and add the pod to ``reservedFor``; CAS with re-read."""
