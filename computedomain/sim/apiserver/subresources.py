@@ -140,8 +140,10 @@ def _token(
     issuer = state.authenticator
     if issuer is None or not hasattr(issuer, "issue_service_account_token"):
         raise status.service_unavailable("token issuing is not configured on this server")
-    bound = spec.get("boundObjectRef") if isinstance(spec.get("boundObjectRef"), dict) else {}
-    pod = (str(bound["name"]), str(bound.get("uid", ""))) if bound.get("kind") == "Pod" else None
+    bound = spec.get("boundObjectRef")
+    pod = None
+    if isinstance(bound, dict) and bound.get("kind") == "Pod":
+        pod = (str(bound.get("name", "")), str(bound.get("uid", "")))
     token, expires = issuer.issue_service_account_token(
         ns, name, sa.uid, expiration_seconds=expiration, audiences=tuple(audiences), pod=pod
     )
