@@ -54,7 +54,8 @@ def test_up_run_a_pod_status_down(sim_up: SimUp) -> None:
     pid = int(pod["status"]["containerStatuses"][0]["containerID"].removeprefix("sim://"))  # type: ignore[index]
 
     status = sim_up.cli("status").stdout
-    assert "r0n0" in status and "r0n1" in status
+    assert "r0n0" in status
+    assert "r0n1" in status
     assert "Ready" in status
 
     assert processes_mentioning(str(sim_up.state_dir))  # the cluster and the pod run

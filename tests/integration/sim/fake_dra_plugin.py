@@ -3,12 +3,12 @@
 Not the project's plugin (that is ``cd-kubelet-plugin``); this one exists so the kubelet's
 registration handshake, NodePrepare/NodeUnprepare calls, retries and CDI application can be
 tested on their own. Run as a pod of the simulated cluster (``python fake_dra_plugin.py``), it
-serves ``pluginregistration.Registration`` on ``$KUBELET_REGISTRAR_DIRECTORY_PATH/<driver>-reg.sock``
-and the DRA v1 service on ``$KUBELET_PLUGINS_DIRECTORY_PATH/<driver>/dra.sock`` (built on
-``computedomain.proto``), and on prepare writes one CDI spec per claim into ``$CDI_ROOT`` with an
-env var, a device node and a bind mount. ``FAIL_PREPARES=N`` makes the first N prepare calls
-fail with ``not yet: attempt <n>`` (to see the kubelet retry); every call is appended to
-``$CALLS_FILE`` as a JSON line.
+serves ``pluginregistration.Registration`` on
+``$KUBELET_REGISTRAR_DIRECTORY_PATH/<driver>-reg.sock`` and the DRA v1 service on
+``$KUBELET_PLUGINS_DIRECTORY_PATH/<driver>/dra.sock`` (built on ``computedomain.proto``), and on
+prepare writes one CDI spec per claim into ``$CDI_ROOT`` with an env var, a device node and a
+bind mount. ``FAIL_PREPARES=N`` makes the first N prepare calls fail with ``not yet: attempt
+<n>`` (to see the kubelet retry); every call is appended to ``$CALLS_FILE`` as a JSON line.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ VENDOR = "k8s.test.example.com"
 
 
 class Registration:
-    async def GetInfo(self, request: Any, context: Any) -> Any:  # noqa: N802 - gRPC method name
+    async def GetInfo(self, request: Any, context: Any) -> Any:
         endpoint = os.path.join(os.environ["KUBELET_PLUGINS_DIRECTORY_PATH"], DRIVER, "dra.sock")
         return dra.registration_messages().PluginInfo(
             type=dra.PLUGIN_TYPE,
@@ -39,7 +39,7 @@ class Registration:
             supported_versions=["v1.DRAPlugin"],
         )
 
-    async def NotifyRegistrationStatus(self, request: Any, context: Any) -> Any:  # noqa: N802
+    async def NotifyRegistrationStatus(self, request: Any, context: Any) -> Any:
         record({"call": "NotifyRegistrationStatus", "registered": request.plugin_registered})
         return dra.registration_messages().RegistrationStatusResponse()
 
@@ -49,7 +49,7 @@ class Plugin:
         self.failures_left = int(os.environ.get("FAIL_PREPARES", "0"))
         self.attempts = 0
 
-    async def NodePrepareResources(self, request: Any, context: Any) -> Any:  # noqa: N802
+    async def NodePrepareResources(self, request: Any, context: Any) -> Any:
         claims = dra.claims_from_wire(request.claims)
         self.attempts += 1
         record({"call": "prepare", "claims": [c.name for c in claims]})
@@ -63,11 +63,10 @@ class Plugin:
             self.failures_left -= 1
         return dra.prepare_response(dra.Version.V1, results)
 
-    async def NodeUnprepareResources(self, request: Any, context: Any) -> Any:  # noqa: N802
+    async def NodeUnprepareResources(self, request: Any, context: Any) -> Any:
         claims = dra.claims_from_wire(request.claims)
         record({"call": "unprepare", "claims": [c.name for c in claims]})
-        for claim in claims:
-            Path(os.environ["CDI_ROOT"], f"{VENDOR}-claim_{claim.uid}.json").unlink(missing_ok=True)
+        remove_specs(claims)
         return dra.unprepare_response(dra.Version.V1, {c.uid: "" for c in claims})
 
 
@@ -104,6 +103,11 @@ def write_spec(claim: dra.ClaimRef) -> dra.Device:
     Path(os.environ["CDI_ROOT"], f"{VENDOR}-claim_{claim.uid}.json").write_text(json.dumps(spec))
     pool = os.environ["NODE_NAME"]
     return dra.Device(("dev",), pool, "dev0", (f"{VENDOR}/claim={name}",))
+
+
+def remove_specs(claims: tuple[dra.ClaimRef, ...]) -> None:
+    for claim in claims:
+        Path(os.environ["CDI_ROOT"], f"{VENDOR}-claim_{claim.uid}.json").unlink(missing_ok=True)
 
 
 def record(entry: dict[str, Any]) -> None:

@@ -25,8 +25,8 @@ from computedomain.sim.kubelet import isolation
 from computedomain.sim.kubelet.launch import Isolation
 
 from .helpers import (
-    eventually,
     events_for,
+    eventually,
     gone,
     log_of,
     namespace,
@@ -37,6 +37,7 @@ from .helpers import (
 
 MODES = [Isolation.PATHMAP] + ([Isolation.MOUNTNS] if isolation.mountns_available()[0] else [])
 DRIVER = "test.example.com"
+KIND_IS_TEST = f"device.attributes['{DRIVER}'].kind == 'test'"
 PLUGIN = Path(__file__).with_name("fake_dra_plugin.py")
 
 
@@ -132,13 +133,7 @@ async def test_claim_from_template_is_allocated_prepared_injected_and_released(
                                     "name": "dev",
                                     "exactly": {
                                         "deviceClassName": DRIVER,
-                                        "selectors": [
-                                            {
-                                                "cel": {
-                                                    "expression": f"device.attributes['{DRIVER}'].kind == 'test'"
-                                                }
-                                            }
-                                        ],
+                                        "selectors": [{"cel": {"expression": KIND_IS_TEST}}],
                                     },
                                 }
                             ]

@@ -15,8 +15,8 @@ from computedomain.sim.kubelet.launch import Isolation
 
 from .helpers import (
     condition,
-    eventually,
     events_for,
+    eventually,
     gone,
     log_of,
     namespace,
@@ -30,7 +30,7 @@ MODES = [Isolation.PATHMAP] + ([Isolation.MOUNTNS] if isolation.mountns_availabl
 SHOW_ENV = (
     "import os, time\n"
     "hosts = open(os.environ.get('HOSTS_FILE', '/etc/hosts')).read()\n"
-    "print('env', os.environ['MY_NAME'], os.environ['MY_NS'], os.environ['MY_NODE'], os.environ['MY_IP'])\n"
+    "print('env', *(os.environ[k] for k in ('MY_NAME', 'MY_NS', 'MY_NODE', 'MY_IP')))\n"
     "print('hosts', [l for l in hosts.splitlines() if l.endswith(os.environ['MY_NAME'])])\n"
     "print('isolation', os.environ['CD_SIM_ISOLATION'])\n"
     "time.sleep(600)\n"
@@ -155,7 +155,10 @@ async def test_graceful_termination_then_deletion(tmp_path: Path) -> None:
 
 
 async def test_force_delete_kills_at_once(tmp_path: Path) -> None:
-    stubborn = "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nprint('up', flush=True)\ntime.sleep(600)\n"
+    stubborn = (
+        "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        "print('up', flush=True)\ntime.sleep(600)\n"
+    )
     async with running_cluster(tmp_path / "sim") as cluster:
         api = cluster.api
         assert api is not None
@@ -170,6 +173,10 @@ async def test_force_delete_kills_at_once(tmp_path: Path) -> None:
 
 
 async def _dead(pid: int) -> bool:
+    return _gone(pid)
+
+
+def _gone(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
