@@ -203,6 +203,8 @@ class Kubelet:
         await self._abandon_all()
         self.workers.clear()
         self.agent.new_boot()
+        with contextlib.suppress(errors.ApiError):
+            await self.agent.beat()  # the Node shows the new boot id at once
         shutil.rmtree(self.ctx.paths.cdi_dir, ignore_errors=True)
         self.ctx.paths.cdi_dir.mkdir(parents=True, exist_ok=True)
         self.plugins.plugins.clear()
