@@ -199,7 +199,7 @@ class Kubelet:
     async def reboot(self) -> None:
         """Kill every process, new boot id, empty CDI dir, forget plugins and claims, restart
         the pods (their restart counts go up, as after a real reboot)."""
-        counts = {uid: w.restart_counts for uid, w in self.workers.items()}
+        counts = {uid: w.restart_counts for uid, w in self.workers.items() if not w.finished}
         await self._abandon_all()
         self.workers.clear()
         self.agent.new_boot()
@@ -211,11 +211,8 @@ class Kubelet:
         self.ctx.dra.forget_all()
         for pod in self.pods.store.list():
             uid = str(pod["metadata"]["uid"])
-            if pod["metadata"].get("deletionTimestamp") or (pod.get("status") or {}).get(
-                "phase"
-            ) in ("Succeeded", "Failed"):
-                continue
-            self._start(pod, {name: n + 1 for name, n in counts.get(uid, {}).items()})
+            if uid in counts:  # a terminating pod's new worker just finishes its deletion
+                self._start(pod, {name: n + 1 for name, n in counts[uid].items()})
 
     async def set_ready(self, ready: bool) -> None:
         """Mark the Node Ready or NotReady now (a failing node, for fault tests)."""

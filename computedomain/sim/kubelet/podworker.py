@@ -388,8 +388,8 @@ class PodWorker:
         return status
 
     async def _flush_status(self) -> None:
-        if self._vanished:
-            return
+        if self._vanished or self.abandoned:
+            return  # an abandoned worker's containers were killed, not finished
         status = self._status()
         if status == self._last_status:
             return
