@@ -9,6 +9,7 @@ it; a template's arrival enqueues the pods of its namespace that wait for it.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from collections.abc import Mapping
 from typing import Any
@@ -132,6 +133,15 @@ class ResourceClaimController:
         if claim is None:
             return
         live = {str(p["metadata"]["uid"]): p for p in self.pods.store.list()}
+        namespace = str(claim["metadata"].get("namespace", ""))
+        for ref in (claim.get("status") or {}).get("reservedFor") or []:
+            if ref.get("resource") == "pods" and str(ref.get("uid")) not in live:
+                # Maybe a pod our informer has not seen yet: ask the API server before
+                # taking the claim away from it (as the real controller does).
+                with contextlib.suppress(errors.NotFound):
+                    current = await self.api.get(PODS, str(ref.get("name", "")), namespace)
+                    if current["metadata"].get("uid") == ref.get("uid"):
+                        live[str(ref["uid"])] = current
         release = resourceclaims.release(claim, live)
         if release is None:
             return

@@ -91,6 +91,7 @@ class PodWorker:
         self._last_status: dict[str, Any] | None = None
         self._kills: set[asyncio.Future[None]] = set()
         self._container_tasks: list[asyncio.Future[None]] = []
+        self._token: str | None = None
         self._waiting_message = ""
 
     # -- inputs from the kubelet -----------------------------------------------------------
@@ -271,7 +272,9 @@ class PodWorker:
         path = self.ctx.paths.pod_dir(self.uid) / "kubeconfig"
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            await tokens.write_pod_kubeconfig(self.ctx.api, self.pod, self.ctx.server_url, path)
+            self._token = await tokens.write_pod_kubeconfig(
+                self.ctx.api, self.pod, self.ctx.server_url, path
+            )
         except errors.NotFound:
             if (spec.get("serviceAccountName") or "default") == "default":
                 return None  # nobody made the namespace's default account: run without one
@@ -280,8 +283,7 @@ class PodWorker:
 
     async def _volumes(self, context: launch.PodContext, pod_dir: Path) -> Mapping[str, Path]:
         sources = launch.volume_sources(self.pod, context)
-        token = None
-        volumes.prepare_pod_files(self.pod, pod_dir, self.pod_ip, sources, token=token)
+        volumes.prepare_pod_files(self.pod, pod_dir, self.pod_ip, sources, token=self._token)
         return sources
 
     async def _prepare(self) -> PreparedClaims:

@@ -4,8 +4,8 @@ token volume and in-cluster config).
 
 Called by :mod:`.podworker`; the container gets ``KUBECONFIG`` pointing at the file, so the
 components authenticate as their service account and the API server enforces RBAC on them. The
-token is bound to the pod (``boundObjectRef``), long-lived (the Python client reads a kubeconfig
-once) and rewritten atomically at 80 % of its life.
+token is bound to the pod (``boundObjectRef``) and long-lived (30 days): the Python client
+reads a kubeconfig once, so a refreshed file would not reach a running program.
 """
 
 from __future__ import annotations
@@ -65,8 +65,10 @@ def kubeconfig_text(server: str, token: str, namespace: str) -> str:
     return yaml.safe_dump(config, sort_keys=False)
 
 
-async def write_pod_kubeconfig(api: Api, pod: Mapping[str, Any], server: str, path: Path) -> None:
-    """Request a token and write the pod's kubeconfig (mode 0600). Raises API errors."""
+async def write_pod_kubeconfig(api: Api, pod: Mapping[str, Any], server: str, path: Path) -> str:
+    """Request a token, write the pod's kubeconfig (mode 0600) and return the token. Raises API
+    errors."""
     token = await request_token(api, pod)
     namespace = str((pod.get("metadata") or {}).get("namespace", "default"))
     await files.write_atomic(path, kubeconfig_text(server, token, namespace).encode(), mode=0o600)
+    return token
