@@ -60,8 +60,12 @@ async def test_daemon_pods_follow_the_node_label(tmp_path: Path) -> None:
             patch = {"metadata": {"labels": {LABEL: value}}}
             await api.patch(NODES, node, patch, patch_type=PatchType.MERGE)
 
+        async def bound_pods() -> dict[str, dict[str, Any]] | None:
+            now = await pods_on()
+            return now if now and "" not in now else None  # "": created, not yet bound
+
         await label("r0n1", "cd-1")
-        placed = await eventually(pods_on, what="a daemon pod on r0n1")
+        placed = await eventually(bound_pods, what="a daemon pod on r0n1")
         assert set(placed) == {"r0n1"}
         daemon = placed["r0n1"]
         owner = daemon["metadata"]["ownerReferences"][0]
