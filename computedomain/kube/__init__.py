@@ -5,7 +5,8 @@ Where things are (import modules whole: ``from computedomain.kube import rest``)
 
 - :mod:`.client` — ``ClientConfig`` and ``connect()``: the one ``rest.Api`` per program;
 - :mod:`.rest` — ``Api`` (get/list/list_all/create/update/update_status/patch/delete/watch/
-  request), ``PatchType``, ``WatchEvent``; :mod:`.stats` — its request counters;
+  request), ``PatchType``, ``WatchEvent``; :mod:`.wire` — its encoding and decoding;
+  :mod:`.stats` — its request counters;
 - :mod:`.resources` — ``Resource`` and a constant per resource the project uses;
 - :mod:`.errors` — ``ApiError`` and its subclasses (``NotFound``, ``Conflict``, ``Gone``...);
 - :mod:`.store` — ``Store``, ``object_key``, index functions; :mod:`.informer` — ``Informer``,

@@ -199,19 +199,32 @@ class LeaderElector:
         return True
 
     async def _release(self) -> None:
-        """Clear holderIdentity if we still hold the lease (so a standby need not wait)."""
-        lease = self._lease
-        if lease is None or (lease.get("spec") or {}).get("holderIdentity") != self.identity:
-            return
-        now = micro_time(self._clock.time())
-        spec = dict(lease.get("spec") or {})
-        spec.pop("holderIdentity", None)
-        spec.update({"leaseDurationSeconds": 1, "acquireTime": now, "renewTime": now})
-        try:
-            self._lease = await self.api.update(LEASES, {**lease, "spec": spec})
+        """Clear holderIdentity if the lease still names us (so a standby need not wait).
+
+        Reads the lease first: a renewal cancelled in flight may have been applied by the server
+        without us seeing its answer, leaving our copy one resourceVersion behind.
+        """
+        for _ in range(3):
+            try:
+                lease = await self.api.get(LEASES, self.lease_name, self.namespace)
+            except errors.ApiError as exc:
+                _log.info("could not read the lease to release it", error=str(exc))
+                return
+            spec = dict(lease.get("spec") or {})
+            if spec.get("holderIdentity") != self.identity:
+                return  # someone else holds it now
+            now = micro_time(self._clock.time())
+            spec.pop("holderIdentity", None)
+            spec.update({"leaseDurationSeconds": 1, "acquireTime": now, "renewTime": now})
+            try:
+                self._lease = await self.api.update(LEASES, {**lease, "spec": spec})
+            except errors.Conflict:
+                continue  # changed under us: look again
+            except errors.ApiError as exc:
+                _log.info("could not release the lease", lease=self.lease_name, error=str(exc))
+                return
             _log.info("released the lease", lease=self.lease_name, identity=self.identity)
-        except errors.ApiError as exc:  # someone else took it meanwhile, or the API is down
-            _log.info("could not release the lease", lease=self.lease_name, error=str(exc))
+            return
 
     def _spec(self, acquired: str, renewed: str, duration: int, transitions: int) -> dict[str, Any]:
         return {

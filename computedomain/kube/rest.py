@@ -22,15 +22,14 @@ from __future__ import annotations
 
 import builtins
 import enum
-import json
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlencode
 
 import aiohttp
 import attrs
 
-from computedomain.kube import errors
+from computedomain.kube import errors, wire
 from computedomain.kube.ratelimit import TokenBucket
 from computedomain.kube.resources import Resource
 from computedomain.kube.stats import RequestStats
@@ -62,36 +61,6 @@ class WatchEvent:
 
 
 QueryItems = Sequence[tuple[str, str]]
-
-
-def _query(**params: str | int | bool | None) -> list[tuple[str, str]]:
-    """Query items in the API's spelling (camelCase keys, lowercase booleans), Nones dropped."""
-    out: list[tuple[str, str]] = []
-    for key, value in params.items():
-        if value is None:
-            continue
-        text = ("true" if value else "false") if isinstance(value, bool) else str(value)
-        out.append((key, text))
-    return out
-
-
-def _plural_of(path: str) -> str:
-    """The resource plural in a REST path, for request counters (best effort). Pure."""
-    parts = [p for p in path.split("?", 1)[0].split("/") if p]
-    start = 2 if parts[:1] == ["api"] else 3 if parts[:1] == ["apis"] else len(parts)
-    rest = parts[start:]
-    if len(rest) >= 2 and rest[0] == "namespaces" and len(rest) >= 3:
-        rest = rest[2:]
-    return rest[0] if rest else (parts[-1] if parts else "")
-
-
-def _with_type_meta(list_obj: dict[str, Any], resource: Resource) -> dict[str, Any]:
-    """List items come without apiVersion/kind; fill them in so cached objects are complete."""
-    for item in list_obj.get("items") or []:
-        if isinstance(item, dict):
-            item.setdefault("apiVersion", resource.api_version)
-            item.setdefault("kind", resource.kind)
-    return list_obj
 
 
 class Api:
@@ -147,7 +116,7 @@ class Api:
         resource_version: str | None = None,
     ) -> dict[str, Any]:
         """One LIST request; returns the whole List object (items carry apiVersion/kind)."""
-        query = _query(
+        query = wire.query(
             labelSelector=label_selector,
             fieldSelector=field_selector,
             limit=limit,
@@ -157,7 +126,7 @@ class Api:
         result = await self._call(
             "list", resource.plural, "GET", resource.path(namespace), query=query
         )
-        return _with_type_meta(result, resource)
+        return wire.with_type_meta(result, resource)
 
     async def list_all(
         self,
@@ -224,7 +193,7 @@ class Api:
         elif not ns:
             msg = f"create {resource.kind}: no namespace given and body.metadata.namespace is empty"
             raise ValueError(msg)
-        query = _query(fieldManager=field_manager or self.field_manager)
+        query = wire.query(fieldManager=field_manager or self.field_manager)
         return await self._call(
             "create", resource.plural, "POST", resource.path(ns), query=query, body=body
         )
@@ -245,7 +214,7 @@ class Api:
             raise ValueError(msg)
         ns = meta.get("namespace") if resource.namespaced else None
         path = resource.path(ns, name, subresource)
-        query = _query(fieldManager=field_manager or self.field_manager)
+        query = wire.query(fieldManager=field_manager or self.field_manager)
         verb = "update" if subresource is None else f"update/{subresource}"
         return await self._call(verb, resource.plural, "PUT", path, query=query, body=body)
 
@@ -282,7 +251,7 @@ class Api:
             msg = "server-side apply needs a field manager"
             raise ValueError(msg)
         path = resource.path(namespace if resource.namespaced else None, name, subresource)
-        query = _query(fieldManager=manager, force=force)
+        query = wire.query(fieldManager=manager, force=force)
         verb = "patch" if subresource is None else f"patch/{subresource}"
         return await self._call(
             verb, resource.plural, "PATCH", path, query=query, body=patch, content_type=patch_type
@@ -331,7 +300,7 @@ class Api:
         items = list(query.items()) if isinstance(query, Mapping) else list(query or [])
         method = method.upper()
         return await self._call(
-            method.lower(), _plural_of(path), method, path, query=items, body=body,
+            method.lower(), wire.plural_of(path), method, path, query=items, body=body,
             content_type=content_type,
         )  # fmt: skip
 
@@ -357,7 +326,7 @@ class Api:
         Raises Gone when the version is too old (HTTP 410 or an in-stream ERROR with code 410),
         other ApiErrors for other failures. Closing the iterator closes the connection.
         """
-        query = _query(
+        query = wire.query(
             watch=True,
             resourceVersion=resource_version,
             allowWatchBookmarks=allow_bookmarks or None,
@@ -378,8 +347,9 @@ class Api:
                 data = await self._read(response, f"WATCH {path}")
                 raise errors.from_response(response.status, data, response.headers)
             with errors.translated(f"WATCH {path}"):
-                async for line in _lines(response.response.content):
-                    yield _decode_event(line, path)
+                async for line in wire.lines(response.response.content):
+                    kind, obj = wire.decode_event(line, path)
+                    yield WatchEvent(kind, obj)
         finally:
             response.response.close()
 
@@ -411,7 +381,7 @@ class Api:
                 raise
             self.stats.record(verb, plural, response.status)
             if response.status < 300:
-                return _decode_body(data, response.status, what)
+                return wire.decode_body(data, response.status, what)
             error = errors.from_response(response.status, data, response.headers)
             if attempt >= self._max_retries or not _retryable(error, method):
                 raise error
@@ -461,48 +431,3 @@ def _retryable(error: errors.ApiError, method: str) -> bool:
     if isinstance(error, errors.TooManyRequests):
         return True
     return isinstance(error, errors.ApiServerError) and method in _IDEMPOTENT
-
-
-def _decode_body(data: bytes, status: int, what: str) -> dict[str, Any]:
-    if not data.strip():
-        return {}
-    try:
-        decoded = json.loads(data)
-    except ValueError as exc:
-        msg = f"{what}: answer is not JSON: {data[:200]!r}"
-        raise errors.ApiServerError(status, "InvalidResponse", msg) from exc
-    if not isinstance(decoded, dict):
-        msg = f"{what}: expected a JSON object, got {type(decoded).__name__}"
-        raise errors.ApiServerError(status, "InvalidResponse", msg)
-    return decoded
-
-
-def _decode_event(line: bytes, path: str) -> WatchEvent:
-    try:
-        event = json.loads(line)
-        kind = event["type"]
-        obj = event["object"]
-    except (ValueError, KeyError, TypeError) as exc:
-        msg = f"WATCH {path}: undecodable event {line[:200]!r}"
-        raise errors.ApiServerError(500, "InvalidWatchEvent", msg) from exc
-    if not isinstance(obj, dict) or not isinstance(kind, str):
-        msg = f"WATCH {path}: malformed event {line[:200]!r}"
-        raise errors.ApiServerError(500, "InvalidWatchEvent", msg)
-    if kind == "ERROR":
-        raise errors.from_status_object(obj)
-    return WatchEvent(kind, obj)
-
-
-async def _lines(stream: aiohttp.StreamReader) -> AsyncIterator[bytes]:
-    """Newline-delimited records from a byte stream, however the chunks fall."""
-    buffer = b""
-    async for chunk in stream.iter_any():
-        buffer += chunk
-        if b"\n" not in chunk:
-            continue
-        *lines, buffer = buffer.split(b"\n")
-        for line in lines:
-            if line.strip():
-                yield line
-    if buffer.strip():
-        yield buffer

@@ -2,8 +2,10 @@
 
 Every request :class:`~computedomain.kube.rest.Api` sends is recorded here, retries and refusals
 included (409 conflicts and 429 throttles are what the benchmarks' "API requests per domain by
-verb" figures are made of). Status 0 means no HTTP answer. Guarded by a lock, so programs that
-read it from a metrics thread see consistent numbers.
+verb" figures are made of). Verbs are get, list, watch, create, update, patch, delete; writes
+to a subresource are counted as ``update/status``, ``patch/status`` and so on; requests sent
+with ``Api.request`` are counted under the lower-case HTTP method. Status 0 means no HTTP
+answer. Guarded by a lock, so programs that read it from a metrics thread see consistent numbers.
 """
 
 from __future__ import annotations

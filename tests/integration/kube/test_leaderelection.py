@@ -1,7 +1,7 @@
 """Leader election over a Lease on the embedded server: one leader of two, failover when the
 leader stops renewing, quick hand-over on release, and stepping down when the lease is taken.
 
-Real time with short durations (lease 2 s, renew deadline 1.5 s, retry 0.2 s); the assertions
+Real time with short durations (lease 3 s, renew deadline 2 s, retry 0.25 s); the assertions
 are about who leads and in which order, never about how long anything took.
 """
 
@@ -16,7 +16,7 @@ from computedomain.kube.leaderelection import LeaderElector
 from computedomain.kube.rest import Api
 from tests.unit.kube.waiting import wait_until
 
-TIMINGS = {"lease_duration": 2.0, "renew_deadline": 1.5, "retry_period": 0.2}
+TIMINGS = {"lease_duration": 3.0, "renew_deadline": 2.0, "retry_period": 0.25}
 
 
 class Candidate:
