@@ -186,6 +186,9 @@ class PodWorker:
         """True when all ``tasks`` ended by themselves, False on a termination request."""
         stop: asyncio.Future[Any] = asyncio.ensure_future(self._terminate.wait())
         everything: asyncio.Future[Any] = asyncio.gather(*tasks)
+        # The containers may outlive this wait (teardown stops them); whatever the gathering
+        # ends with then is collected here rather than reported as never retrieved.
+        everything.add_done_callback(_collect)
         try:
             await asyncio.wait([stop, everything], return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -424,6 +427,11 @@ class PodWorker:
 
 
 _STOP = object()
+
+
+def _collect(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()
 
 
 def _not_ready() -> launch.LaunchSpec:
