@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shutil
 import sys
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
@@ -241,6 +242,8 @@ class SimCluster:
         if self.addresses is not None:
             self.addresses.release()
             self.addresses = None
+        # The short node links point into the state directory; start() makes them again.
+        shutil.rmtree(self.layout.link_dir, ignore_errors=True)
 
     def describe(self) -> dict[str, Any]:
         """What ``cluster.json`` records about the running cluster. Pure."""
