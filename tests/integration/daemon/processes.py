@@ -25,9 +25,9 @@ from computedomain.sim.imex import status as imex_status
 from tests.integration.daemon.cluster import Cluster
 
 DAEMON = str(Path(sys.executable).with_name("cd-imex-daemon"))
-# Probe periods (upstream: 1 s and 10 s); shorter readiness so the tests see changes sooner.
+# Probe periods, as upstream: the startup probe every second, then readiness every 10 s.
 STARTUP_PERIOD = 1.0
-READINESS_PERIOD = 3.0
+READINESS_PERIOD = 10.0
 
 
 def loopback_block() -> str:
