@@ -345,7 +345,7 @@ async def run_program(
     drawn: Program,
     *,
     policy: IndexPolicy | None = None,
-    within: float = 20.0,
+    within: float = 40.0,
 ) -> None:
     """Execute ``drawn``, wait until settled, check every invariant. Raises AssertionError."""
     cliques, program, seed = drawn

@@ -73,7 +73,7 @@ async def entries(domain: Domain) -> dict[str, Any]:
     return {e["nodeName"]: e for e in obj.get("daemons") or []}
 
 
-async def wait_async(condition: Any, within: float = 30.0) -> None:
+async def wait_async(condition: Any, within: float = 60.0) -> None:
     async with asyncio.timeout(within):
         while not await condition():  # noqa: ASYNC110
             await asyncio.sleep(0.1)

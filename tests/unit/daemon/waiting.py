@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Callable
 
 
-async def eventually(condition: Callable[[], bool], *, within: float = 10.0) -> None:
+async def eventually(condition: Callable[[], bool], *, within: float = 30.0) -> None:
     """Return once ``condition()`` holds; raise TimeoutError after ``within`` seconds.
 
     Polls, because what the tests wait for (files, other processes) has no event to await.
