@@ -143,6 +143,9 @@ class ComputeDomainNode:
     index: int = attrs.field(default=0, metadata=wire("index", OMIT_NEVER))
     # Absent on entries written by old daemons; such entries count as ready (upstream 59b575a3).
     status: Status | None = attrs.field(default=None, metadata=wire("status", OMIT_NONE))
+    # Additive (ours): the daemon pod that wrote the entry. A leaving daemon removes its entry
+    # by node name and pod UID, never by IP (IPs are reused); absent on upstream's entries.
+    pod_uid: str | None = attrs.field(default=None, metadata=wire("podUID", OMIT_NONE))
 
 
 @attrs.frozen
@@ -175,6 +178,8 @@ class DaemonInfo:
     clique_id: str = attrs.field(metadata=wire("cliqueID", OMIT_NEVER))
     index: int = attrs.field(default=0, metadata=wire("index", OMIT_NEVER))
     status: Status | None = attrs.field(default=None, metadata=wire("status", OMIT_NONE))
+    # Additive (ours), see ComputeDomainNode.pod_uid.
+    pod_uid: str | None = attrs.field(default=None, metadata=wire("podUID", OMIT_NONE))
 
     def as_node(self) -> ComputeDomainNode:
         """The same entry in the shape of ``ComputeDomain.status.nodes``."""
@@ -184,6 +189,7 @@ class DaemonInfo:
             clique_id=self.clique_id,
             index=self.index,
             status=self.status,
+            pod_uid=self.pod_uid,
         )
 
     @classmethod
@@ -194,6 +200,7 @@ class DaemonInfo:
             clique_id=node.clique_id,
             index=node.index,
             status=node.status,
+            pod_uid=node.pod_uid,
         )
 
 
