@@ -7,7 +7,8 @@ Upstream's rules (controller.md §4.4), as pure functions of cached objects:
 - status mode: the fabric entries the daemons wrote into ``status.nodes`` that still have a
   daemon pod of the domain on their node, then the non-fabric pods;
 - a non-fabric pod (clique label present and empty) with a node and an IP becomes
-  ``{cliqueID: "", index: -1}``, Ready when its pod's Ready condition is True;
+  ``{cliqueID: "", index: -1}``, Ready when its pod's Ready condition is True (plus our
+  additive ``podUID``);
 - the global status is NotReady when fewer entries than ``numNodes`` exist or an entry is
   explicitly NotReady (an entry without status counts as ready), else Ready.
 
@@ -64,7 +65,12 @@ def non_fabric_nodes(pods: Iterable[JsonObject]) -> list[ComputeDomainNode]:
         status = Status.READY if objects.pod_ready(pod) else Status.NOT_READY
         found.append(
             ComputeDomainNode(
-                name=str(node), ip_address=ip, clique_id="", index=NON_FABRIC_INDEX, status=status
+                name=str(node),
+                ip_address=ip,
+                clique_id="",
+                index=NON_FABRIC_INDEX,
+                status=status,
+                pod_uid=objects.uid(pod) or None,
             )
         )
     return sorted(found, key=lambda n: n.name)

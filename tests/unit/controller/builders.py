@@ -70,10 +70,13 @@ def node_entry(
     clique: str = CLIQUE_ID,
     index: int = 0,
     status: str | None = "Ready",
+    pod_uid: str | None = None,
 ) -> dict[str, Any]:
     entry: dict[str, Any] = {"name": name, "ipAddress": ip, "cliqueID": clique, "index": index}
     if status is not None:
         entry["status"] = status
+    if pod_uid is not None:
+        entry["podUID"] = pod_uid
     return entry
 
 

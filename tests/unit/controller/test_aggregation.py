@@ -84,7 +84,7 @@ CLIQUE_CASES: list[tuple[str, int, list[Any], list[Any], list[dict[str, Any]], s
         1,
         [],
         [b.pod("n9", clique="", ip="10.0.0.9")],
-        [b.node_entry("n9", "10.0.0.9", clique="", index=-1)],
+        [b.node_entry("n9", "10.0.0.9", clique="", index=-1, pod_uid="pod-uid-1-n9")],
         "Ready",
     ),
     (
@@ -92,7 +92,11 @@ CLIQUE_CASES: list[tuple[str, int, list[Any], list[Any], list[dict[str, Any]], s
         0,
         [],
         [b.pod("n9", clique="", ip="10.0.0.9", ready=False)],
-        [b.node_entry("n9", "10.0.0.9", clique="", index=-1, status="NotReady")],
+        [
+            b.node_entry(
+                "n9", "10.0.0.9", clique="", index=-1, status="NotReady", pod_uid="pod-uid-1-n9"
+            )
+        ],
         "NotReady",
     ),
     (
@@ -127,7 +131,7 @@ CLIQUE_CASES: list[tuple[str, int, list[Any], list[Any], list[dict[str, Any]], s
         [
             b.node_entry("n2", "10.0.0.2"),
             b.node_entry("n1", "10.0.0.1"),
-            b.node_entry("n0", "10.0.0.5", clique="", index=-1),
+            b.node_entry("n0", "10.0.0.5", clique="", index=-1, pod_uid="pod-uid-1-n0"),
         ],
         "Ready",
     ),
@@ -274,6 +278,7 @@ def test_non_fabric_entry_shape() -> None:
         "cliqueID": "",
         "index": -1,
         "status": "Ready",
+        "podUID": "pod-uid-1-n4",
     }
 
 
