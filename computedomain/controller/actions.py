@@ -75,24 +75,42 @@ class RemoveNodeLabels:
 
 @attrs.frozen
 class WriteStatus:
-    """Write ``status`` (wire form) to the domain, on its latest copy (compare-and-swap)."""
+    """Write ``status`` (wire form) to the domain's latest copy (compare-and-swap).
+
+    ``based_on`` is the status the plan read; if the latest copy holds another one (a daemon
+    wrote meanwhile), apply re-plans instead of overwriting it.
+    """
 
     ref: Ref
     status: Mapping[str, Any]
     global_status: str
+    based_on: Mapping[str, Any] | None = None
 
 
 @attrs.frozen
 class PruneClique:
-    """Remove the entries of ``nodes`` from a clique's ``daemons`` (compare-and-swap)."""
+    """Remove the entries of ``nodes`` from a clique's ``daemons`` (compare-and-swap).
+
+    Applied only to the clique version the plan saw (``resource_version``); a newer one means
+    a daemon changed it meanwhile, and apply re-plans.
+    """
 
     ref: Ref
     nodes: frozenset[str]
+    resource_version: str = ""
 
 
 @attrs.frozen
 class ReadLivePods:
     """The planner cannot decide from the cache alone: list this domain's daemon pods live."""
+
+    domain_uid: str
+
+
+@attrs.frozen
+class ConfirmGone:
+    """The cache has no domain with this UID but its remains exist: confirm with a live read
+    before tearing them down (the domain cache may lag behind a just-created domain)."""
 
     domain_uid: str
 
@@ -136,6 +154,7 @@ Action = (
     | WriteStatus
     | PruneClique
     | ReadLivePods
+    | ConfirmGone
     | Emit
     | ForgetDomain
     | Wait

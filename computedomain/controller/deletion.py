@@ -25,6 +25,7 @@ from computedomain.api.models import ComputeDomain
 from computedomain.controller import objects
 from computedomain.controller.actions import (
     Action,
+    ConfirmGone,
     Delete,
     Emit,
     ForgetDomain,
@@ -103,10 +104,14 @@ def plan_deletion(snapshot: Snapshot, domain: ComputeDomain) -> tuple[Action, ..
 def plan_orphans(snapshot: Snapshot) -> tuple[Action, ...]:
     """Clean up after a UID with no domain in the synced cache (§4.7). Pure.
 
-    Cliques and daemon pods are left to garbage collection, as upstream leaves them.
+    When there is something to tear down and no live read has confirmed the domain gone yet,
+    the plan is that read (:class:`ConfirmGone`). Cliques and daemon pods are left to garbage
+    collection, as upstream leaves them.
     """
-    actions, _ = teardown(snapshot)
     if not snapshot.owned and not snapshot.labelled_nodes:
-        actions = []  # nothing left: no live LIST for a UID that is simply gone
+        return (ForgetDomain(snapshot.uid),)  # nothing left: no API call for a UID simply gone
+    if not snapshot.confirmed_gone:
+        return (ConfirmGone(snapshot.uid),)
+    actions, _ = teardown(snapshot)
     actions.append(ForgetDomain(snapshot.uid))
     return tuple(actions)

@@ -33,7 +33,8 @@ def plan_prunes(snapshot: Snapshot, cliques: Sequence[ComputeDomainClique]) -> t
         stale = frozenset(d.node_name for d in clique.daemons if d.node_name not in present)
         if stale:
             meta = clique.metadata
-            prunes.append(PruneClique(Ref(Kind.CLIQUE, meta.namespace, meta.name, meta.uid), stale))
+            ref = Ref(Kind.CLIQUE, meta.namespace, meta.name, meta.uid)
+            prunes.append(PruneClique(ref, stale, meta.resource_version))
     if prunes and snapshot.live_pods is None:
         return (ReadLivePods(snapshot.uid),)
     return tuple(prunes)

@@ -48,6 +48,8 @@ class Snapshot:
     cliques: tuple[JsonObject, ...] = ()
     labelled_nodes: tuple[str, ...] = ()
     live_pods: tuple[JsonObject, ...] | None = None
+    # Set once a live read confirmed that no domain has this UID (before an orphan teardown).
+    confirmed_gone: bool = False
     # How often this key was retried in a row (from the work queue): lets the deletion planner
     # say why it waits once waiting stops being a matter of cache lag.
     attempts: int = 0

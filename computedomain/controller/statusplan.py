@@ -83,4 +83,5 @@ def plan_status(
     ref = Ref(
         Kind.COMPUTE_DOMAIN, domain.metadata.namespace, domain.metadata.name, domain.metadata.uid
     )
-    return (WriteStatus(ref, status, status["status"]),)
+    based_on = (snapshot.domain or {}).get("status")
+    return (WriteStatus(ref, status, status["status"], based_on),)

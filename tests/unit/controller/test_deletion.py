@@ -10,6 +10,7 @@ import pytest
 from computedomain.api import names
 from computedomain.controller import deletion, planning
 from computedomain.controller.actions import (
+    ConfirmGone,
     Delete,
     Emit,
     ForgetDomain,
@@ -161,10 +162,11 @@ def test_teardown_is_idempotent_as_pieces_disappear() -> None:
     assert seen == [["Wait"]] * 3
 
 
-def test_orphans_are_torn_down_without_a_domain() -> None:
+def test_orphans_are_torn_down_once_confirmed_gone() -> None:
     objs = _objects(terminating=False)
     snap = attrs.evolve(_snap(objs), domain=None)
-    actions = planning.plan(snap)
+    assert planning.plan(snap) == (ConfirmGone("uid-1"),)
+    actions = planning.plan(attrs.evolve(snap, confirmed_gone=True))
     assert _refs(actions, Delete) == _plain(WORKLOAD, DAEMON_RCT, DS)
     assert RemoveNodeLabels("uid-1") in actions
     assert actions[-1] == ForgetDomain("uid-1")
@@ -176,5 +178,5 @@ def test_gone_uid_costs_nothing() -> None:
 
 
 def test_orphan_node_label_only() -> None:
-    actions = planning.plan(b.snapshot(None, labelled_nodes=("n1",)))
+    actions = planning.plan(b.snapshot(None, labelled_nodes=("n1",), confirmed_gone=True))
     assert actions == (RemoveNodeLabels("uid-1"), ForgetDomain("uid-1"))
