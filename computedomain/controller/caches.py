@@ -10,8 +10,9 @@ once, which makes a single status aggregator for all managed namespaces (§8 ite
 
 Writes go through :meth:`Caches.record` into read-your-writes layers
 (:class:`~computedomain.kube.mutationcache.MutationCache`), so a reconcile sees its own creates
-and updates before the watch does and never creates an object twice. An object that the server is about to remove (terminating, no finalizers left)
-is forgotten rather than recorded, so it cannot linger as a phantom (§8 item 20).
+and updates before the watch does and never creates an object twice. An object the server is
+about to remove (terminating, no finalizers left) is forgotten rather than recorded, so it
+cannot linger as a phantom (§8 item 20).
 
 Built by :class:`~computedomain.controller.controller.Controller`; read by the reconciler and
 the cleanup loop; calls the kube layer only.
