@@ -42,11 +42,12 @@ class StatusModel(RuleBasedStateMachine):
         self.status: dict[str, Any] | None = None
         self.ips = 0
         self.listed: set[str] = set()
+        self.started = False
 
     # -- setup -------------------------------------------------------------------------------
 
     @rule(mode=st.sampled_from(list(Mode)), num_nodes=st.integers(0, 4))
-    @precondition(lambda self: not self.pods and self.status is None)
+    @precondition(lambda self: not self.started)
     def configure(self, mode: Mode, num_nodes: int) -> None:
         self.mode = mode
         self.num_nodes = num_nodes
@@ -63,6 +64,7 @@ class StatusModel(RuleBasedStateMachine):
 
     @rule(node=node_names, fabric=st.booleans(), cached=st.booleans())
     def join(self, node: str, fabric: bool, cached: bool) -> None:
+        self.started = True
         if node in self.pods:
             return
         ip = self._ip()
