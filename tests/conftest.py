@@ -1,1 +1,41 @@
 """Shared pytest configuration for every test layer."""
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from computedomain.sim.apiserver import testing
+
+
+@pytest.fixture(scope="module")
+def apiserver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[testing.RunningServer]:
+    """A running embedded API server (one per test module), with a kubeconfig."""
+    directory = tmp_path_factory.mktemp("apiserver")
+    with testing.running(directory) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def api_client(apiserver: testing.RunningServer) -> Iterator[object]:
+    """A ``kubernetes.client.ApiClient`` (admin) for the module's server."""
+    client = apiserver.api_client()
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def namespace(apiserver: testing.RunningServer, api_client: object) -> Iterator[str]:
+    """A fresh namespace for one test (deleted afterwards)."""
+    from kubernetes import client
+
+    name = testing.unique_name("ns")
+    core = client.CoreV1Api(api_client)
+    core.create_namespace({"metadata": {"name": name}})
+    yield name
+    with contextlib.suppress(client.ApiException):
+        core.delete_namespace(name)
+
+
+CRD_FIXTURES = Path(__file__).parent / "integration" / "apiserver" / "crds"

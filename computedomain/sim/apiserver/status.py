@@ -229,16 +229,23 @@ def method_not_allowed(message: str) -> ApiStatusError:
     return ApiStatusError(405, "MethodNotAllowed", message)
 
 
-def unsupported_media_type(content_type: str) -> ApiStatusError:
-    accepted = (
-        "application/json-patch+json, application/merge-patch+json, "
-        "application/strategic-merge-patch+json"
+def unsupported_media_type(
+    content_type: str, accepted: Sequence[str] | None = None
+) -> ApiStatusError:
+    """415 for a body (or patch) type the endpoint does not accept."""
+    types = ", ".join(
+        accepted
+        or (
+            "application/json-patch+json",
+            "application/merge-patch+json",
+            "application/strategic-merge-patch+json",
+            "application/apply-patch+yaml",
+        )
     )
     return ApiStatusError(
         415,
         "UnsupportedMediaType",
-        "the body of the request was in an unknown format - accepted media types include: "
-        f"{accepted}; got {content_type!r}",
+        f"the body of the request was in an unknown format - accepted media types include: {types}",
     )
 
 

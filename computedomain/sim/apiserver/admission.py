@@ -1,0 +1,85 @@
+"""Admission: the mutating and validating steps every write passes before storage.
+
+Order (as kube-apiserver): built-in defaults → CRD schema defaulting → pruning of unknown
+fields → metadata validation → kind validation (CRD schema incl. CEL rules, CRD objects
+themselves) → 422 ``Invalid`` if anything failed. Called by :mod:`.writes` inside the
+synchronous part of a write; pure apart from reading ``state``; raises
+:class:`.status.ApiStatusError`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import crds, defaults, objects, status
+from .registry import ResourceType
+from .state import ApiState
+from .validation import validate_metadata, validate_metadata_update
+
+
+def _pruned_paths(before: Any, after: Any, path: str = "") -> list[str]:
+    """Dotted paths present in ``before`` but absent from ``after`` (what pruning dropped)."""
+    out: list[str] = []
+    if isinstance(before, dict) and isinstance(after, dict):
+        for k, v in before.items():
+            sub = f"{path}.{k}" if path else k
+            if k not in after:
+                out.append(sub)
+            else:
+                out += _pruned_paths(v, after[k], sub)
+    elif isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
+        for i, (b, a) in enumerate(zip(before, after, strict=True)):
+            out += _pruned_paths(b, a, f"{path}[{i}]")
+    return out
+
+
+def mutate(
+    state: ApiState, rt: ResourceType, obj: dict[str, Any], *, create: bool
+) -> tuple[dict[str, Any], list[str]]:
+    """Defaulted and pruned object, and the paths of unknown fields that were dropped."""
+    defaults.apply_defaults(rt.group, rt.kind, obj, create=create)
+    if rt.group == "apiextensions.k8s.io" and rt.kind == "CustomResourceDefinition":
+        crds.prepare_crd(obj, create=create, now=objects.rfc3339(state.clock()))
+    if not rt.custom:
+        return obj, []
+    schema = state.schemas.get((rt.group, rt.version, rt.plural))
+    if schema is None:
+        return obj, []
+    defaulted = schema.default(obj)
+    pruned = schema.prune(defaulted)
+    unknown = _pruned_paths(defaulted, pruned) if pruned is not defaulted else []
+    return pruned, unknown
+
+
+def validate(
+    state: ApiState,
+    rt: ResourceType,
+    obj: dict[str, Any],
+    old: dict[str, Any] | None,
+    *,
+    status_only: bool = False,
+) -> None:
+    """Raise 422 Invalid when ``obj`` (replacing ``old``, if given) is not acceptable."""
+    causes: list[status.FieldCause] = []
+    if not status_only:
+        causes += validate_metadata(rt.kind, obj, namespaced=rt.namespaced)
+    if old is not None:
+        causes += validate_metadata_update(obj, old)
+    if rt.custom:
+        schema = state.schemas.get((rt.group, rt.version, rt.plural))
+        if schema is not None:
+            causes += schema.validate(obj, old)
+    elif rt.kind == "CustomResourceDefinition" and rt.group == "apiextensions.k8s.io":
+        causes += crds.validate_crd(state, obj, old)
+    if causes:
+        name = str((obj.get("metadata") or {}).get("name", ""))
+        raise status.invalid(rt.kind, rt.group, name, causes)
+
+
+def strict_error(rt: ResourceType, unknown: list[str]) -> status.ApiStatusError:
+    """400 for ``fieldValidation=Strict`` with unknown fields, worded as kube-apiserver."""
+    fields = ", ".join(f'unknown field "{p}"' for p in unknown)
+    return status.bad_request(
+        f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
+        f"strict decoding error: {fields}"
+    )

@@ -1,0 +1,165 @@
+"""Defaulting of built-in kinds: the values kube-apiserver fills in on create and update, so
+that typed clients (the kubernetes package's strict models) and kubectl see what they would see
+on a real cluster (e.g. a DaemonSet's zero status counters, a Pod's ``Pending`` phase).
+
+Called by :mod:`.writes` through :func:`apply_defaults`; mutates the given dict in place and is
+idempotent. Only the fields our components, the typed client and kubectl rely on are filled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+Obj = dict[str, Any]
+
+
+def _container(c: Any) -> None:
+    if not isinstance(c, dict):
+        return
+    c.setdefault("terminationMessagePath", "/dev/termination-log")
+    c.setdefault("terminationMessagePolicy", "File")
+    if "imagePullPolicy" not in c:
+        image = str(c.get("image", ""))
+        tag = image.rsplit("/", 1)[-1]
+        latest = "@" not in tag and (":" not in tag or tag.endswith(":latest"))
+        c["imagePullPolicy"] = "Always" if latest else "IfNotPresent"
+    c.setdefault("resources", {})
+    for port in c.get("ports") or ():
+        if isinstance(port, dict):
+            port.setdefault("protocol", "TCP")
+
+
+def pod_spec(spec: Any) -> None:
+    """Default a PodSpec (also used inside DaemonSet/Deployment templates)."""
+    if not isinstance(spec, dict):
+        return
+    spec.setdefault("restartPolicy", "Always")
+    spec.setdefault("terminationGracePeriodSeconds", 30)
+    spec.setdefault("dnsPolicy", "ClusterFirst")
+    spec.setdefault("securityContext", {})
+    spec.setdefault("schedulerName", "default-scheduler")
+    spec.setdefault("enableServiceLinks", True)
+    for key in ("containers", "initContainers"):
+        for c in spec.get(key) or ():
+            _container(c)
+    if "serviceAccountName" in spec:
+        spec.setdefault("serviceAccount", spec["serviceAccountName"])
+
+
+def _template(obj: Obj) -> None:
+    tpl = (obj.get("spec") or {}).get("template")
+    if isinstance(tpl, dict):
+        pod_spec(tpl.get("spec"))
+
+
+def pod(obj: Obj, create: bool) -> None:
+    spec = obj.get("spec")
+    pod_spec(spec)
+    if isinstance(spec, dict):
+        spec.setdefault("serviceAccountName", "default")
+        spec.setdefault("serviceAccount", spec["serviceAccountName"])
+        spec.setdefault("priority", 0)
+    if create:
+        obj["status"] = {"phase": "Pending", "qosClass": _qos(spec)}
+
+
+def _qos(spec: Any) -> str:
+    containers = (spec or {}).get("containers") or [] if isinstance(spec, dict) else []
+    any_resources = False
+    for c in containers:
+        res = c.get("resources") if isinstance(c, dict) else None
+        if isinstance(res, dict) and (res.get("requests") or res.get("limits")):
+            any_resources = True
+    return "Burstable" if any_resources else "BestEffort"
+
+
+def daemonset(obj: Obj, create: bool) -> None:
+    spec = obj.get("spec")
+    if isinstance(spec, dict):
+        spec.setdefault("revisionHistoryLimit", 10)
+        strategy = spec.setdefault("updateStrategy", {"type": "RollingUpdate"})
+        if isinstance(strategy, dict) and strategy.get("type", "RollingUpdate") == "RollingUpdate":
+            strategy.setdefault("type", "RollingUpdate")
+            strategy.setdefault("rollingUpdate", {"maxUnavailable": 1, "maxSurge": 0})
+    _template(obj)
+    if create or not isinstance(obj.get("status"), dict):
+        obj["status"] = {}
+    st = obj["status"]
+    for field in (
+        "currentNumberScheduled",
+        "numberMisscheduled",
+        "desiredNumberScheduled",
+        "numberReady",
+    ):
+        st.setdefault(field, 0)
+
+
+def deployment(obj: Obj, create: bool) -> None:
+    spec = obj.get("spec")
+    if isinstance(spec, dict):
+        spec.setdefault("replicas", 1)
+        spec.setdefault("revisionHistoryLimit", 10)
+        spec.setdefault("progressDeadlineSeconds", 600)
+        strategy = spec.setdefault("strategy", {"type": "RollingUpdate"})
+        if isinstance(strategy, dict) and strategy.get("type", "RollingUpdate") == "RollingUpdate":
+            strategy.setdefault("type", "RollingUpdate")
+            strategy.setdefault("rollingUpdate", {"maxUnavailable": "25%", "maxSurge": "25%"})
+    _template(obj)
+    if create:
+        obj["status"] = {}
+
+
+def namespace(obj: Obj, create: bool) -> None:
+    spec = obj.setdefault("spec", {})
+    if isinstance(spec, dict) and create:
+        spec.setdefault("finalizers", ["kubernetes"])
+    if create:
+        obj["status"] = {"phase": "Active"}
+    meta = obj.get("metadata") or {}
+    labels = meta.setdefault("labels", {})
+    if isinstance(labels, dict):
+        labels["kubernetes.io/metadata.name"] = meta.get("name", "")
+
+
+def secret(obj: Obj, create: bool) -> None:
+    obj.setdefault("type", "Opaque")
+
+
+def crd(obj: Obj, create: bool) -> None:
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return
+    names = spec.get("names")
+    if isinstance(names, dict) and isinstance(names.get("kind"), str):
+        names.setdefault("singular", names["kind"].lower())
+        names.setdefault("listKind", names["kind"] + "List")
+    spec.setdefault("conversion", {"strategy": "None"})
+
+
+def node(obj: Obj, create: bool) -> None:
+    obj.setdefault("spec", {})
+
+
+def resourceclaim(obj: Obj, create: bool) -> None:
+    if create:
+        obj.pop("status", None)
+
+
+_BY_KIND: dict[tuple[str, str], Callable[[Obj, bool], None]] = {
+    ("", "Pod"): pod,
+    ("apps", "DaemonSet"): daemonset,
+    ("apps", "Deployment"): deployment,
+    ("", "Namespace"): namespace,
+    ("", "Secret"): secret,
+    ("", "Node"): node,
+    ("apiextensions.k8s.io", "CustomResourceDefinition"): crd,
+    ("resource.k8s.io", "ResourceClaim"): resourceclaim,
+}
+
+
+def apply_defaults(group: str, kind: str, obj: Obj, *, create: bool) -> None:
+    """Fill in a built-in kind's defaults in place; a no-op for other kinds."""
+    fn = _BY_KIND.get((group, kind))
+    if fn is not None:
+        fn(obj, create)

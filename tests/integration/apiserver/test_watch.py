@@ -1,0 +1,210 @@
+"""Watch semantics through ``kubernetes.watch.Watch``: resume from a resourceVersion,
+bookmarks, 410 Gone then relist, selector transitions, initial events, timeouts."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import requests
+from kubernetes import client, watch
+
+from computedomain.sim.apiserver import testing
+from computedomain.sim.apiserver.state import ServerConfig
+
+WINDOW = 20
+
+
+@pytest.fixture(scope="module")
+def apiserver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[testing.RunningServer]:
+    """A server with a small event window and frequent bookmarks."""
+    directory: Path = tmp_path_factory.mktemp("watch")
+    config = ServerConfig(bookmark_interval=0.2)
+    with testing.running(directory, event_window=WINDOW, config=config) as running:
+        yield running
+
+
+def _cm(name: str, labels: dict[str, str] | None = None) -> dict[str, object]:
+    return {"metadata": {"name": name, "labels": labels or {}}, "data": {"v": "0"}}
+
+
+def test_watch_from_list_rv_sees_changes_in_order(
+    api_client: client.ApiClient, namespace: str
+) -> None:
+    core = client.CoreV1Api(api_client)
+    core.create_namespaced_config_map(namespace, _cm("before"))
+    rv = core.list_namespaced_config_map(namespace).metadata.resource_version
+    core.create_namespaced_config_map(namespace, _cm("a"))
+    core.patch_namespaced_config_map("a", namespace, {"data": {"v": "1"}})
+    core.delete_namespaced_config_map("a", namespace)
+    seen = []
+    w = watch.Watch()
+    for ev in w.stream(
+        core.list_namespaced_config_map, namespace, resource_version=rv, timeout_seconds=2
+    ):
+        seen.append((ev["type"], ev["object"].metadata.name))
+        if len(seen) == 3:
+            w.stop()
+    assert seen == [("ADDED", "a"), ("MODIFIED", "a"), ("DELETED", "a")]
+
+
+def test_watch_without_rv_starts_with_current_objects(
+    api_client: client.ApiClient, namespace: str
+) -> None:
+    core = client.CoreV1Api(api_client)
+    for name in ("x", "y"):
+        core.create_namespaced_config_map(namespace, _cm(name))
+    w = watch.Watch()
+    names = []
+    for ev in w.stream(core.list_namespaced_config_map, namespace, timeout_seconds=1):
+        assert ev["type"] == "ADDED"
+        names.append(ev["object"].metadata.name)
+        if len(names) == 2:
+            w.stop()
+    assert sorted(names) == ["x", "y"]
+
+
+def test_resume_from_last_seen_rv(api_client: client.ApiClient, namespace: str) -> None:
+    core = client.CoreV1Api(api_client)
+    rv = core.list_namespaced_config_map(namespace).metadata.resource_version
+    core.create_namespaced_config_map(namespace, _cm("r1"))
+    w = watch.Watch()
+    for ev in w.stream(
+        core.list_namespaced_config_map, namespace, resource_version=rv, timeout_seconds=2
+    ):
+        rv = ev["object"].metadata.resource_version
+        w.stop()
+    core.create_namespaced_config_map(namespace, _cm("r2"))
+    w = watch.Watch()
+    for ev in w.stream(
+        core.list_namespaced_config_map, namespace, resource_version=rv, timeout_seconds=2
+    ):
+        assert (ev["type"], ev["object"].metadata.name) == ("ADDED", "r2")
+        w.stop()
+
+
+def test_bookmarks_carry_current_rv(api_client: client.ApiClient, namespace: str) -> None:
+    core = client.CoreV1Api(api_client)
+    rv = core.list_namespaced_config_map(namespace).metadata.resource_version
+    w = watch.Watch()
+    for ev in w.stream(
+        core.list_namespaced_config_map,
+        namespace,
+        resource_version=rv,
+        allow_watch_bookmarks=True,
+        timeout_seconds=5,
+    ):
+        assert ev["type"] == "BOOKMARK"
+        assert ev["object"]["kind"] == "ConfigMap"
+        assert int(ev["object"]["metadata"]["resourceVersion"]) >= int(rv)
+        w.stop()
+
+
+def test_too_old_rv_is_410_then_relist_works(api_client: client.ApiClient, namespace: str) -> None:
+    core = client.CoreV1Api(api_client)
+    old_rv = core.list_namespaced_config_map(namespace).metadata.resource_version
+    core.create_namespaced_config_map(namespace, _cm("churn"))
+    for i in range(WINDOW + 2):
+        core.patch_namespaced_config_map("churn", namespace, {"data": {"v": str(i)}})
+    with pytest.raises(client.ApiException) as exc:
+        for _ev in watch.Watch().stream(
+            core.list_namespaced_config_map, namespace, resource_version=old_rv
+        ):
+            pass
+    assert exc.value.status == 410
+    # The informer's answer to 410: relist, then watch from the list's resourceVersion.
+    listed = core.list_namespaced_config_map(namespace)
+    core.patch_namespaced_config_map("churn", namespace, {"data": {"v": "final"}})
+    w = watch.Watch()
+    for ev in w.stream(
+        core.list_namespaced_config_map,
+        namespace,
+        resource_version=listed.metadata.resource_version,
+        timeout_seconds=2,
+    ):
+        assert ev["object"].data == {"v": "final"}
+        w.stop()
+
+
+def test_error_event_is_a_410_status(apiserver: testing.RunningServer, namespace: str) -> None:
+    core = client.CoreV1Api(apiserver.api_client())
+    core.create_namespaced_config_map(namespace, _cm("old"))
+    for i in range(WINDOW + 2):
+        core.patch_namespaced_config_map("old", namespace, {"data": {"v": str(i)}})
+    resp = requests.get(
+        f"{apiserver.url}/api/v1/namespaces/{namespace}/configmaps",
+        params={"watch": "true", "resourceVersion": "1"},
+        headers={"Authorization": f"Bearer {apiserver.token}"},
+        timeout=5,
+    )
+    assert resp.status_code == 200
+    event = json.loads(resp.text.splitlines()[0])
+    assert event["type"] == "ERROR"
+    assert event["object"]["code"] == 410
+    assert event["object"]["reason"] == "Expired"
+    assert event["object"]["message"].startswith("too old resource version: 1 (")
+
+
+def test_label_selector_transitions(api_client: client.ApiClient, namespace: str) -> None:
+    core = client.CoreV1Api(api_client)
+    core.create_namespaced_config_map(namespace, _cm("m", {"pick": "no"}))
+    rv = core.list_namespaced_config_map(namespace).metadata.resource_version
+    core.patch_namespaced_config_map("m", namespace, {"metadata": {"labels": {"pick": "yes"}}})
+    core.patch_namespaced_config_map("m", namespace, {"data": {"v": "2"}})
+    core.patch_namespaced_config_map("m", namespace, {"metadata": {"labels": {"pick": "no"}}})
+    seen = []
+    w = watch.Watch()
+    for ev in w.stream(
+        core.list_namespaced_config_map,
+        namespace,
+        resource_version=rv,
+        label_selector="pick=yes",
+        timeout_seconds=2,
+    ):
+        seen.append((ev["type"], ev["object"].metadata.labels["pick"]))
+        if len(seen) == 3:
+            w.stop()
+    # Out of the selector: DELETED with the last matching state.
+    assert seen == [("ADDED", "yes"), ("MODIFIED", "yes"), ("DELETED", "yes")]
+
+
+def test_timeout_ends_stream(api_client: client.ApiClient, namespace: str) -> None:
+    core = client.CoreV1Api(api_client)
+    events = list(
+        watch.Watch().stream(
+            core.list_namespaced_config_map,
+            namespace,
+            resource_version=core.list_namespaced_config_map(namespace).metadata.resource_version,
+            timeout_seconds=1,
+        )
+    )
+    assert events == []
+
+
+def test_send_initial_events_ends_with_marked_bookmark(
+    apiserver: testing.RunningServer, namespace: str
+) -> None:
+    core = client.CoreV1Api(apiserver.api_client())
+    core.create_namespaced_config_map(namespace, _cm("i1"))
+    resp = requests.get(
+        f"{apiserver.url}/api/v1/namespaces/{namespace}/configmaps",
+        params={
+            "watch": "true",
+            "sendInitialEvents": "true",
+            "resourceVersionMatch": "NotOlderThan",
+            "allowWatchBookmarks": "true",
+            "timeoutSeconds": "1",
+        },
+        headers={"Authorization": f"Bearer {apiserver.token}"},
+        stream=True,
+        timeout=5,
+    )
+    lines = resp.iter_lines()
+    first = json.loads(next(lines))
+    second = json.loads(next(lines))
+    resp.close()
+    assert (first["type"], first["object"]["metadata"]["name"]) == ("ADDED", "i1")
+    assert second["type"] == "BOOKMARK"
+    assert second["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
