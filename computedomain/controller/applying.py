@@ -62,7 +62,7 @@ NODE_LABEL_ATTEMPTS = 3
 class Recorder(Protocol):
     """What apply needs from an event recorder (``kube.events.EventRecorder``)."""
 
-    def event(self, obj: JsonObject, type: str, reason: str, message: str) -> None: ...
+    def event(self, obj: dict[str, Any], type: str, reason: str, message: str) -> None: ...
 
 
 class Reported(PermanentError):
@@ -107,7 +107,7 @@ class Applier:
                     verdict = action
                 case Emit(type=kind, reason=reason, message=message):
                     if self.recorder is not None and domain is not None:
-                        self.recorder.event(domain, kind, reason, message)
+                        self.recorder.event(dict(domain), kind, reason, message)
                 case ForgetDomain(domain_uid=uid):
                     self.metrics.forget_domain(uid)
                     self.coalescer.forget(uid)

@@ -115,4 +115,4 @@ class Controller:
             return
         domain = self.caches.domain_by_uid(uid)
         if domain is not None:
-            self.recorder.event(domain, "Warning", "ReconcileFailed", str(error))
+            self.recorder.event(dict(domain), "Warning", "ReconcileFailed", str(error))

@@ -12,7 +12,7 @@ end of leadership, 1 on a fatal error, 2 on bad settings.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from prometheus_client import CollectorRegistry
 
@@ -82,7 +82,7 @@ async def run(config: ProgramConfig) -> int:
     return 0
 
 
-def _readiness(controller: Controller, elector: LeaderElector | None) -> object:
+def _readiness(controller: Controller, elector: LeaderElector | None) -> Callable[[], bool | str]:
     """Ready once the caches synced; a standby replica is ready too (it waits for the Lease)."""
 
     def check() -> bool | str:
