@@ -13,18 +13,15 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Sequence
-
-from prometheus_client import CollectorRegistry
+from typing import TYPE_CHECKING
 
 from computedomain.controller import flags
-from computedomain.controller.controller import Controller
 from computedomain.controller.flags import ProgramConfig
-from computedomain.controller.metrics import ControllerMetrics
-from computedomain.kube.client import ClientConfig, connect
-from computedomain.kube.events import EventRecorder
-from computedomain.kube.leaderelection import LeaderElector
 from computedomain.runtime import logs, supervisor
-from computedomain.runtime.httpserver import HttpServer
+
+if TYPE_CHECKING:
+    from computedomain.controller.controller import Controller
+    from computedomain.kube.leaderelection import LeaderElector
 
 COMPONENT = "compute-domain-controller"
 _log = logs.get_logger(__name__)
@@ -37,6 +34,17 @@ def identity(pod_name: str) -> str:
 
 async def run(config: ProgramConfig) -> int:
     """Wire and run every part until a stop (0); raises FatalError when a critical part fails."""
+    # Imported here, after the settings were checked: the Kubernetes client takes seconds to
+    # import, and a bad setting (or --help) should answer at once.
+    from prometheus_client import CollectorRegistry  # noqa: PLC0415
+
+    from computedomain.controller.controller import Controller  # noqa: PLC0415
+    from computedomain.controller.metrics import ControllerMetrics  # noqa: PLC0415
+    from computedomain.kube.client import ClientConfig, connect  # noqa: PLC0415
+    from computedomain.kube.events import EventRecorder  # noqa: PLC0415
+    from computedomain.kube.leaderelection import LeaderElector  # noqa: PLC0415
+    from computedomain.runtime.httpserver import HttpServer  # noqa: PLC0415
+
     api = await connect(
         ClientConfig(
             kubeconfig=config.kubeconfig or None,
