@@ -71,6 +71,7 @@ async def run(config: ProgramConfig) -> int:
             retry_period=election.retry_period,
             release_on_cancel=True,
         )
+        metrics.track_leadership(lambda: elector.is_leader)
     try:
         async with supervisor.Supervisor() as sup:
             if config.http_endpoint:

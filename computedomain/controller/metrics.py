@@ -9,6 +9,8 @@
 - ``workqueue_*{name}``: depth, adds, retries, time in queue and time in work, with client-go's
   names; the work queue calls these hooks (it takes any object with these five methods).
 - ``computedomain_controller_reconcile_duration_seconds{outcome}``: one reconcile, by outcome.
+- ``computedomain_controller_leader``: 1 while this replica leads (or runs without election),
+  0 while it stands by; standby replicas serve ``/readyz`` as ready and say so here.
 
 Created by ``main`` (or a test) and handed to the controller; never global, so two controllers
 in one process (tests) do not collide.
@@ -17,6 +19,7 @@ in one process (tests) do not collide.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Final
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -68,6 +71,17 @@ class ControllerMetrics:
             buckets=_LATENCY_BUCKETS,
             registry=self.registry,
         )
+
+        self._leader = Gauge(
+            "computedomain_controller_leader",
+            "1 while this replica runs the controller, 0 while it stands by for the lease.",
+            registry=self.registry,
+        )
+        self._leader.set(1)
+
+    def track_leadership(self, is_leader: Callable[[], bool]) -> None:
+        """Report leadership from ``is_leader`` at each scrape (leader election on)."""
+        self._leader.set_function(lambda: 1.0 if is_leader() else 0.0)
 
     # -- the domain gauge --------------------------------------------------------------------
 

@@ -133,8 +133,10 @@ async def test_two_replicas_one_leads_the_other_takes_over(
         assert len(holder) == len(leader.name) + 1 + 36  # <pod>-<uuid4>
         await b.create_domain("first")
         assert await _reconciled_by(b, "first") == leader.name
-        # The standby is ready too (it only waits for the lease).
+        # The standby is ready too (it only waits for the lease), and says it stands by.
         assert (await standby.get("/readyz"))[0] == 200
+        assert "computedomain_controller_leader 0.0" in (await standby.get("/metrics"))[1]
+        assert "computedomain_controller_leader 1.0" in (await leader.get("/metrics"))[1]
         assert (await leader.get("/healthz"))[0] == 200
         _, metrics = await leader.get("/metrics")
         assert 'nvidia_dra_compute_domain_info{status="Ready"} 1.0' in metrics

@@ -100,3 +100,13 @@ def test_zero_window_never_waits() -> None:
     window = Coalescer(0.0, _Clock())
     window.wrote("a")
     assert window.wait("a") == 0.0
+
+
+def test_leadership_gauge() -> None:
+    metrics = ControllerMetrics()
+    assert metrics.registry.get_sample_value("computedomain_controller_leader") == 1.0
+    leading = [False]
+    metrics.track_leadership(lambda: leading[0])
+    assert metrics.registry.get_sample_value("computedomain_controller_leader") == 0.0
+    leading[0] = True
+    assert metrics.registry.get_sample_value("computedomain_controller_leader") == 1.0
