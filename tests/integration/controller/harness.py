@@ -203,6 +203,13 @@ class Bench:
         pod = await self.api.create(resources.PODS, body)
         return await self.set_pod_status(pod, ip=ip or next_ip(), ready=ready, phase=phase)
 
+    async def delete_pod(self, name: str) -> None:
+        """Delete a daemon pod for good: the request, then the kubelet's confirmation."""
+        with contextlib.suppress(errors.NotFound):
+            await self.api.delete(resources.PODS, name, self.driver)
+        with contextlib.suppress(errors.NotFound):
+            await self.api.delete(resources.PODS, name, self.driver, grace_period_seconds=0)
+
     async def set_pod_status(
         self, pod: dict[str, Any], *, ip: str, ready: bool, phase: str = "Running"
     ) -> dict[str, Any]:

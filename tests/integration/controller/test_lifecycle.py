@@ -104,7 +104,7 @@ async def test_full_lifecycle(apiserver: testing.RunningServer) -> None:
 
         # A daemon leaves: its entry goes (the daemon removes it), the domain is NotReady.
         await b.set_clique(uid, [entry("node-a", ip_a)])
-        await b.api.delete(resources.PODS, pod_b["metadata"]["name"], b.driver)
+        await b.delete_pod(pod_b["metadata"]["name"])
         domain = await b.wait_status("cd", lambda s: s["status"] == "NotReady", "NotReady")
         assert [n["name"] for n in domain["status"]["nodes"]] == ["node-a"]
 
