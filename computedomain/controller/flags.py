@@ -96,7 +96,13 @@ OPTIONS: Final = (
     Option("--feature-gates", "FEATURE_GATES", default="", help="Name=bool,... (upstream's)"),
     Option("--v", "V", flags.integer, default=0, help="log verbosity (-v N works too)"),
     # -- ours --------------------------------------------------------------------------------
-    Option("--workers", "WORKERS", flags.integer, default=1, help="reconcile workers (ours)"),
+    Option(
+        "--workers",
+        "WORKERS",
+        flags.integer,
+        default=4,
+        help="domains reconciled at once (ours; upstream runs one worker)",
+    ),
     Option(
         "--status-coalesce-window",
         "STATUS_COALESCE_WINDOW",

@@ -36,7 +36,7 @@ def test_upstream_defaults() -> None:
     assert cfg.controller.additional_namespaces == ()
     assert cfg.verbosity == 0
     # ours
-    assert cfg.controller.workers == 1
+    assert cfg.controller.workers == 4
     assert cfg.controller.status_coalesce_window == 0.25
     assert (daemon.priority_class_name, daemon.resources, daemon.command) == (
         "",
