@@ -8,10 +8,12 @@ stored (a schema kube-apiserver would reject raises :class:`SchemaError`), then 
 :func:`.status.invalid`.
 
 The work is split by concern: :mod:`.schema_nodes` parses and checks the schema,
-:mod:`.schema_validators` (OpenAPI values), :mod:`.schema_listtype` (set/map uniqueness) and
-:mod:`.schema_cel` (rules) validate, :mod:`.schema_defaults` defaults and prunes,
-:mod:`.schema_messages` words the causes. Everything is compiled into closures once, so a write
-costs a walk of the object and no schema interpretation.
+:mod:`.schema_validators` (OpenAPI values, with :mod:`.schema_formats` and
+:mod:`.schema_regex`), :mod:`.schema_embedded` (embedded resources' type meta),
+:mod:`.schema_listtype` (set/map uniqueness) and :mod:`.schema_cel` (rules) validate,
+:mod:`.schema_defaults` defaults and prunes, :mod:`.schema_messages` words the causes.
+Everything is compiled into closures once, so a write costs a walk of the object and no schema
+interpretation.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 from computedomain.sim.apiserver import schema_messages
 from computedomain.sim.apiserver.schema_cel import compile_cel_checks
 from computedomain.sim.apiserver.schema_defaults import compile_defaulter, compile_pruner
+from computedomain.sim.apiserver.schema_embedded import compile_embedded_checks
 from computedomain.sim.apiserver.schema_listtype import compile_list_checks
 from computedomain.sim.apiserver.schema_nodes import Node, SchemaError, parse
 from computedomain.sim.apiserver.schema_validators import (
@@ -37,12 +40,22 @@ __all__ = ["SchemaError", "StructuralSchema"]
 class StructuralSchema:
     """A compiled CRD version schema. Immutable after :meth:`compile`; safe to share."""
 
-    __slots__ = ("_cel", "_check", "_default", "_list_check", "_prune", "_status_check", "node")
+    __slots__ = (
+        "_cel",
+        "_check",
+        "_default",
+        "_embedded_check",
+        "_list_check",
+        "_prune",
+        "_status_check",
+        "node",
+    )
 
     def __init__(self, node: Node) -> None:
         self.node = node
         self._check = compile_checks(node)
         self._list_check = compile_list_checks(node)
+        self._embedded_check = compile_embedded_checks(node)
         self._cel = compile_cel_checks(node)
         self._default = compile_defaulter(node)
         self._prune = compile_pruner(node, root=True)
@@ -91,9 +104,9 @@ class StructuralSchema:
 
         ``old`` is the stored object on update (``None`` on create): it enables transition rules
         and ratcheting. Order: OpenAPI causes (depth first, properties in schema order), then
-        list-type duplicates, then CEL rules, which are skipped with the "some validation rules
-        were not checked" cause when a type, required, enum or size error exists, as
-        kube-apiserver does.
+        embedded resources' type meta, then list-type duplicates, then CEL rules, which are
+        skipped with the "some validation rules were not checked" cause when a type, required,
+        enum or size error exists, as kube-apiserver does.
 
         ``subresource="status"`` validates a status update as kube-apiserver does: the OpenAPI
         pass covers only ``status`` (messages relative to it, fields under ``status.``), the
@@ -107,6 +120,8 @@ class StructuralSchema:
                 self._status_check(obj["status"], old_status, "", out)
         else:
             self._check(obj, old_value, "", out)
+            if self._embedded_check is not None:
+                self._embedded_check(obj, "", out)
         if self._list_check is not None:
             old_list_errors: list[FieldCause] = []
             if old is not None:

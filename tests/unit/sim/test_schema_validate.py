@@ -359,3 +359,76 @@ def test_list_type_errors_ratchet_when_the_old_object_had_them() -> None:
     old = {"spec": {"f": ["a", "a"]}}
     assert schema.validate({"spec": {"f": ["a", "a", "b"]}}, old) == []
     assert len(schema.validate({"spec": {"f": ["a", "a", "b"]}}, None)) == 1
+
+
+EMBEDDED = StructuralSchema.compile(
+    {
+        "type": "object",
+        "properties": {
+            "spec": {
+                "type": "object",
+                "properties": {
+                    "templates": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "x-kubernetes-embedded-resource": True,
+                            "x-kubernetes-preserve-unknown-fields": True,
+                        },
+                    }
+                },
+            }
+        },
+    }
+)
+EMBEDDED_CASES = [
+    ("complete", {"apiVersion": "v1", "kind": "Pod"}, []),
+    (
+        "missing type meta",
+        {"metadata": {}},
+        ["spec.templates[0].apiVersion: Required value", "spec.templates[0].kind: Required value"],
+    ),
+    (
+        "empty strings",
+        {"apiVersion": "", "kind": ""},
+        [
+            'spec.templates[0].apiVersion: Invalid value: "": must not be empty',
+            'spec.templates[0].kind: Invalid value: "": must not be empty',
+        ],
+    ),
+    (
+        "not strings",
+        {"apiVersion": 1, "kind": ["Pod"]},
+        [
+            "spec.templates[0].apiVersion: Invalid value: 1: must be a string",
+            'spec.templates[0].kind: Invalid value: ["Pod"]: must be a string',
+        ],
+    ),
+    (
+        "bad group version",
+        {"apiVersion": "a/b/c", "kind": "Pod"},
+        [
+            'spec.templates[0].apiVersion: Invalid value: "a/b/c": '
+            "unexpected GroupVersion string: a/b/c"
+        ],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("template", "expected"), [c[1:] for c in EMBEDDED_CASES], ids=[c[0] for c in EMBEDDED_CASES]
+)
+def test_embedded_resources_need_type_meta(template: dict[str, Any], expected: list[str]) -> None:
+    obj = {"spec": {"templates": [template]}}
+    assert [c.render() for c in EMBEDDED.validate(obj, None)] == expected
+
+
+def test_embedded_kind_must_be_a_dns_label_in_any_case() -> None:
+    obj = {"spec": {"templates": [{"apiVersion": "v1", "kind": "Bad_Kind"}]}}
+    (cause,) = EMBEDDED.validate(obj, None)
+    assert cause.render().startswith(
+        'spec.templates[0].kind: Invalid value: "Bad_Kind": may have mixed case, but should '
+        "otherwise match: a DNS-1035 label must consist of lower case alphanumeric characters"
+    )
+    ok = {"spec": {"templates": [{"apiVersion": "apps/v1", "kind": "DaemonSet"}]}}
+    assert EMBEDDED.validate(ok, None) == []

@@ -1,0 +1,118 @@
+"""Crash-safe file writes and the blocking-file adapters the event loop uses.
+
+The kubelet plugin's checkpoint and CDI specs and the daemon's IMEX config and hosts file are all
+written with :func:`atomic_write`: the data goes to a temporary file in the same directory, is
+fsynced, renamed over the target, and the directory is fsynced — so a reader (or a restart after
+a crash) sees either the old file or the new one, never a torn one. A file that fails to parse is
+moved aside with :func:`move_aside` (kept for diagnosis, out of the way of a clean start).
+
+The ``async`` functions are small named ``asyncio.to_thread`` adapters, so coroutine code never
+blocks the loop on disk I/O.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import tempfile
+import time
+from pathlib import Path
+
+from computedomain.runtime import logs
+
+_log = logs.get_logger(__name__)
+
+PathLike = str | os.PathLike[str]
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path: PathLike, data: bytes, mode: int = 0o644) -> None:
+    """Replace ``path`` with ``data`` atomically and durably. Blocking; idempotent.
+
+    The temporary file lives in the target's directory (a rename across filesystems would not be
+    atomic) and is removed if anything fails. Raises OSError (e.g. the directory is missing).
+    """
+    target = Path(path)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp_name, mode)
+        os.replace(tmp_name, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp_name)
+        raise
+    _fsync_dir(target.parent)
+
+
+def move_aside(path: PathLike, reason: str) -> Path:
+    """Rename a bad file to ``<name>.corrupt-<UTC timestamp>`` and log why. Blocking.
+
+    Returns the new path; raises FileNotFoundError if ``path`` does not exist.
+    """
+    source = Path(path)
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    target = source.with_name(f"{source.name}.corrupt-{stamp}")
+    suffix = 1
+    while target.exists():
+        target = source.with_name(f"{source.name}.corrupt-{stamp}-{suffix}")
+        suffix += 1
+    os.replace(source, target)
+    _fsync_dir(source.parent)
+    _log.warning(
+        "moved a corrupt file aside", path=str(source), moved_to=str(target), reason=reason
+    )
+    return target
+
+
+def read_bytes_or_none(path: PathLike) -> bytes | None:
+    """The file's contents, or None when it does not exist. Blocking."""
+    try:
+        return Path(path).read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def remove_if_present(path: PathLike) -> bool:
+    """Delete a file; False when it was already gone. Blocking; idempotent."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+async def write_atomic(path: PathLike, data: bytes, mode: int = 0o644) -> None:
+    """:func:`atomic_write` off the event loop."""
+    await asyncio.to_thread(atomic_write, path, data, mode)
+
+
+async def read_optional(path: PathLike) -> bytes | None:
+    """:func:`read_bytes_or_none` off the event loop."""
+    return await asyncio.to_thread(read_bytes_or_none, path)
+
+
+async def set_aside(path: PathLike, reason: str) -> Path:
+    """:func:`move_aside` off the event loop."""
+    return await asyncio.to_thread(move_aside, path, reason)
+
+
+async def remove(path: PathLike) -> bool:
+    """:func:`remove_if_present` off the event loop."""
+    return await asyncio.to_thread(remove_if_present, path)
+
+
+async def make_dirs(path: PathLike, mode: int = 0o755) -> None:
+    """``os.makedirs(path, exist_ok=True)`` off the event loop."""
+    await asyncio.to_thread(os.makedirs, path, mode, True)

@@ -1,0 +1,117 @@
+"""Flags with environment twins: precedence, types, and errors naming both names."""
+
+from __future__ import annotations
+
+import pytest
+
+from computedomain.runtime import flags as f
+
+OPTIONS = (
+    f.Option("--pod-name", "POD_NAME", required=True, help="this pod's name"),
+    f.Option("--kube-api-qps", "KUBE_API_QPS", f.number, default=5.0),
+    f.Option("--kube-api-burst", "KUBE_API_BURST", f.integer, default=10),
+    f.Option("--leader-election-enabled", "LEADER_ELECTION_ENABLED", f.boolean, default=False),
+    f.Option("--lease-duration", "LEADER_ELECTION_LEASE_DURATION", f.duration, default=15.0),
+    f.Option("--additional-namespaces", "ADDITIONAL_NAMESPACES", f.string_list, default=()),
+)
+
+
+def parse(argv: list[str], env: dict[str, str] | None = None) -> object:
+    return f.FlagSet("prog", OPTIONS).parse(argv, env or {})
+
+
+def test_flag_beats_env_beats_default() -> None:
+    ns = parse(["--pod-name", "p1", "--kube-api-qps", "7"], {"KUBE_API_QPS": "9", "POD_NAME": "p2"})
+    assert ns.pod_name == "p1"  # type: ignore[attr-defined]
+    assert ns.kube_api_qps == 7.0  # type: ignore[attr-defined]
+    ns = parse([], {"POD_NAME": "p2", "KUBE_API_BURST": "20"})
+    assert ns.pod_name == "p2"  # type: ignore[attr-defined]
+    assert ns.kube_api_burst == 20  # type: ignore[attr-defined]
+    assert ns.kube_api_qps == 5.0  # type: ignore[attr-defined]
+    assert ns.additional_namespaces == ()  # type: ignore[attr-defined]
+
+
+def test_empty_env_counts_as_unset() -> None:
+    ns = parse(["--pod-name=x"], {"KUBE_API_BURST": ""})
+    assert ns.kube_api_burst == 10  # type: ignore[attr-defined]
+
+
+def test_missing_required_names_flag_and_env(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        parse([])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "--pod-name" in err
+    assert "POD_NAME" in err
+
+
+def test_bad_env_value_names_the_variable(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        parse(["--pod-name=x"], {"KUBE_API_BURST": "lots"})
+    err = capsys.readouterr().err
+    assert "environment variable KUBE_API_BURST" in err
+    assert "'lots' is not an integer" in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "env", "expected"),
+    [
+        (["--leader-election-enabled"], {}, True),
+        (["--leader-election-enabled=false"], {}, False),
+        ([], {"LEADER_ELECTION_ENABLED": "1"}, True),
+        ([], {"LEADER_ELECTION_ENABLED": "FALSE"}, False),
+        ([], {}, False),
+    ],
+    ids=["bare", "explicit-false", "env-1", "env-FALSE", "default"],
+)
+def test_booleans(argv: list[str], env: dict[str, str], expected: bool) -> None:
+    ns = parse(["--pod-name=x", *argv], env)
+    assert ns.leader_election_enabled is expected  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("15s", 15.0), ("2m", 120.0), ("1h30m", 5400.0), ("300ms", 0.3), ("1.5h", 5400.0),
+     ("0", 0.0), ("10", 10.0), ("-1s", -1.0), ("1m0.5s", 60.5)],
+)  # fmt: skip
+def test_go_durations(text: str, seconds: float) -> None:
+    assert f.duration(text) == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize("text", ["", "s", "1x", "1h 30m", "m5", "5s3"])
+def test_bad_durations(text: str) -> None:
+    with pytest.raises(ValueError, match="not a duration"):
+        f.duration(text)
+
+
+def test_bool_parser_rejects_junk() -> None:
+    with pytest.raises(ValueError, match="true/false/1/0"):
+        f.boolean("maybe")
+
+
+def test_options_are_introspectable_for_the_docs() -> None:
+    rows = f.FlagSet("prog", OPTIONS).describe()
+    assert [r["env"] for r in rows] == [o.env for o in OPTIONS]
+    assert rows[0] == {
+        "flag": "--pod-name", "env": "POD_NAME", "type": "string", "default": None,
+        "required": True, "help": "this pod's name",
+    }  # fmt: skip
+    assert rows[4]["type"] == "duration"
+
+
+def test_declaration_mistakes_are_caught() -> None:
+    with pytest.raises(ValueError, match="must start with --"):
+        f.Option("pod-name", "POD_NAME")
+    with pytest.raises(ValueError, match="UPPER_SNAKE_CASE"):
+        f.Option("--pod-name", "pod-name")
+    with pytest.raises(ValueError, match="declared twice"):
+        f.FlagSet("prog", [f.Option("--a", "A"), f.Option("--b", "A")])
+
+
+def test_help_mentions_env_and_default(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        f.FlagSet("prog", OPTIONS).parse(["--help"], {})
+    out = capsys.readouterr().out
+    assert "[env KUBE_API_QPS]" in out
+    assert "(default 5.0)" in out
+    assert "(required)" in out
