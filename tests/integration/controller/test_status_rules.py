@@ -53,13 +53,16 @@ CASES = {
             {"n1": (0, "Ready"), "n2": (1, "Ready")},
             "Ready",
         ),
+        # Written without a status, entries get the CRD's default (NotReady) from the API
+        # server, so through the API they count as NotReady; the rule that an entry without
+        # status counts as ready is exercised on the planner's own tables.
         Case(
             "entries-without-status",
             2,
             (("n1", FABRIC, True), ("n2", FABRIC, True)),
             (("n1", None), ("n2", None)),
-            {"n1": (0, None), "n2": (1, None)},
-            "Ready",
+            {"n1": (0, "NotReady"), "n2": (1, "NotReady")},
+            "NotReady",
         ),
         Case(
             "entry-not-ready",
@@ -99,8 +102,8 @@ CASES = {
             1,
             (("n1", FABRIC, True),),
             (("n1", None),),
-            {"n1": (0, None)},
-            "Ready",
+            {"n1": (0, "NotReady")},
+            "NotReady",
         ),
         Case(
             "entry-not-ready",
