@@ -161,6 +161,7 @@ class ProgramConfig:
     metrics_path: str
     verbosity: int
     leader_election: LeaderElection | None
+    pprof_path: str = ""
 
 
 def klog_argv(argv: Sequence[str]) -> list[str]:
@@ -241,6 +242,7 @@ def resolve(values: argparse.Namespace) -> ProgramConfig:
         metrics_path=values.metrics_path,
         verbosity=values.v,
         leader_election=election,
+        pprof_path=values.pprof_path,
     )
 
 

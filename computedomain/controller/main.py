@@ -114,6 +114,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         leader_election=config.leader_election is not None,
         workers=config.controller.workers,
     )
+    if config.pprof_path:
+        _log.warning("PPROF_PATH is accepted for compatibility but serves nothing (Go only)")
     return supervisor.run(lambda: run(config))
 
 
