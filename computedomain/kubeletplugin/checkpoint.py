@@ -1,0 +1,231 @@
+"""The plugin's checkpoint: which claims this node has prepared, in what state (pure part).
+
+Upstream keeps the same facts in ``checkpoint.json`` (kubelet-plugin.md §5.2) in a format whose
+checksum depends on Go's JSON encoder. Ours is our own, documented here, in its own file
+(``computedomain-checkpoint.json`` beside upstream's), so a node switching implementations never
+makes either side read the other's format by accident (see
+:mod:`computedomain.kubeletplugin.upstreamcheckpoint` for the one-way import)::
+
+    {"format": "computedomain.kubeletplugin/checkpoint",
+     "version": 1,
+     "nodeBootID": "<boot id when written>",
+     "claims": {"<claim uid>": {
+         "state": "PrepareStarted" | "PrepareCompleted",
+         "namespace": "...", "name": "...", "at": <wall seconds of the last transition>,
+         "devices": [{"device": "channel-0", "pool": "<node>", "requests": ["channel"],
+                      "type": "channel" | "daemon", "domainID": "<cd uid>",
+                      "adminAccess": false, "cdiDeviceIDs": [...], "channels": [0]}]}},
+     "tombstones": [["<claim uid>", <wall seconds of its unprepare>], ...],
+     "checksum": "sha256:<hex>"}
+
+The checksum is SHA-256 over the canonical JSON (sorted keys, no spaces) of the document
+without ``checksum``. Entries keep ``namespace``/``name`` in every state (upstream drops them
+on completion), so cleanup can check completed claims too. A tombstone records that a claim was
+unprepared: a prepare request that began before it must not resurrect the claim (#1162).
+:func:`decode` raises :class:`CorruptCheckpoint` for anything that is not a valid document of a
+known version. Pure functions over frozen values.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
+
+import attrs
+
+FORMAT: Final = "computedomain.kubeletplugin/checkpoint"
+VERSION: Final = 1
+FILE_NAME: Final = "computedomain-checkpoint.json"
+
+
+class CorruptCheckpoint(ValueError):
+    """The file is not a valid checkpoint (bad JSON, wrong checksum, unknown version...)."""
+
+
+class ClaimState(enum.StrEnum):
+    PREPARE_STARTED = "PrepareStarted"
+    PREPARE_COMPLETED = "PrepareCompleted"
+
+
+class DeviceType(enum.StrEnum):
+    CHANNEL = "channel"
+    DAEMON = "daemon"
+
+
+@attrs.frozen
+class PreparedDevice:
+    """One allocated device of a claim and, once prepared, what the kubelet got for it."""
+
+    device: str
+    pool: str
+    requests: tuple[str, ...]
+    type: DeviceType
+    domain_id: str
+    admin_access: bool = False
+    cdi_device_ids: tuple[str, ...] = ()
+    channels: tuple[int, ...] = ()
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "device": self.device,
+            "pool": self.pool,
+            "requests": list(self.requests),
+            "type": self.type.value,
+            "domainID": self.domain_id,
+            "adminAccess": self.admin_access,
+            "cdiDeviceIDs": list(self.cdi_device_ids),
+            "channels": list(self.channels),
+        }
+
+    @classmethod
+    def from_wire(cls, data: Mapping[str, Any]) -> PreparedDevice:
+        return cls(
+            device=_str(data, "device"),
+            pool=_str(data, "pool"),
+            requests=tuple(_strs(data, "requests")),
+            type=DeviceType(_str(data, "type")),
+            domain_id=_str(data, "domainID"),
+            admin_access=bool(data.get("adminAccess", False)),
+            cdi_device_ids=tuple(_strs(data, "cdiDeviceIDs")),
+            channels=tuple(int(c) for c in data.get("channels", ())),
+        )
+
+
+@attrs.frozen
+class ClaimEntry:
+    state: ClaimState
+    namespace: str
+    name: str
+    at: float
+    devices: tuple[PreparedDevice, ...] = ()
+
+    @property
+    def completed(self) -> bool:
+        return self.state is ClaimState.PREPARE_COMPLETED
+
+    def held_devices(self) -> frozenset[str]:
+        """Device names this claim holds exclusively (admin access shares)."""
+        return frozenset(d.device for d in self.devices if not d.admin_access)
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "state": self.state.value,
+            "namespace": self.namespace,
+            "name": self.name,
+            "at": self.at,
+            "devices": [d.to_wire() for d in self.devices],
+        }
+
+    @classmethod
+    def from_wire(cls, data: Mapping[str, Any]) -> ClaimEntry:
+        return cls(
+            state=ClaimState(_str(data, "state")),
+            namespace=_str(data, "namespace"),
+            name=_str(data, "name"),
+            at=float(data.get("at", 0.0)),
+            devices=tuple(PreparedDevice.from_wire(d) for d in data.get("devices", ())),
+        )
+
+
+@attrs.frozen
+class Checkpoint:
+    """The whole checkpoint. Change it with the ``with_*``/``without`` methods (new values)."""
+
+    boot_id: str = ""
+    claims: Mapping[str, ClaimEntry] = attrs.field(factory=dict)
+    tombstones: Mapping[str, float] = attrs.field(factory=dict)
+
+    def with_claim(self, uid: str, entry: ClaimEntry) -> Checkpoint:
+        """Record ``entry`` for ``uid``; a tombstone of ``uid`` is dropped (a new prepare)."""
+        tombstones = {k: v for k, v in self.tombstones.items() if k != uid}
+        return attrs.evolve(self, claims={**self.claims, uid: entry}, tombstones=tombstones)
+
+    def unprepared(self, uid: str, at: float) -> Checkpoint:
+        """Drop ``uid``'s entry and leave a tombstone stamped ``at``."""
+        claims = {k: v for k, v in self.claims.items() if k != uid}
+        return attrs.evolve(self, claims=claims, tombstones={**self.tombstones, uid: at})
+
+    def without_claim(self, uid: str) -> Checkpoint:
+        """Drop ``uid``'s entry with no tombstone (cleanup of a claim that no longer exists)."""
+        return attrs.evolve(self, claims={k: v for k, v in self.claims.items() if k != uid})
+
+    def expire_tombstones(self, now: float, ttl: float) -> Checkpoint:
+        """Drop tombstones older than ``ttl`` seconds (no prepare request lives that long)."""
+        keep = {uid: at for uid, at in self.tombstones.items() if now - at <= ttl}
+        if len(keep) == len(self.tombstones):
+            return self
+        return attrs.evolve(self, tombstones=keep)
+
+    def completed(self) -> Iterable[tuple[str, ClaimEntry]]:
+        return ((uid, e) for uid, e in self.claims.items() if e.completed)
+
+
+def _str(data: Mapping[str, Any], key: str) -> str:
+    value = data.get(key, "")
+    if not isinstance(value, str):
+        msg = f"{key}: expected a string, got {type(value).__name__}"
+        raise CorruptCheckpoint(msg)
+    return value
+
+
+def _strs(data: Mapping[str, Any], key: str) -> list[str]:
+    values = data.get(key, [])
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        msg = f"{key}: expected a list of strings"
+        raise CorruptCheckpoint(msg)
+    return values
+
+
+def _canonical(body: Mapping[str, Any]) -> bytes:
+    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
+
+
+def checksum(body: Mapping[str, Any]) -> str:
+    """``sha256:<hex>`` of the canonical JSON of ``body`` (without its checksum). Pure."""
+    return "sha256:" + hashlib.sha256(_canonical(body)).hexdigest()
+
+
+def encode(checkpoint: Checkpoint) -> bytes:
+    """The file's bytes (compact, keys sorted, checksum last). Pure."""
+    body: dict[str, Any] = {
+        "format": FORMAT,
+        "version": VERSION,
+        "nodeBootID": checkpoint.boot_id,
+        "claims": {uid: e.to_wire() for uid, e in checkpoint.claims.items()},
+        "tombstones": [[uid, at] for uid, at in checkpoint.tombstones.items()],
+    }
+    body["checksum"] = checksum(body)
+    return _canonical(body)
+
+
+def decode(data: bytes) -> Checkpoint:
+    """Parse and verify a checkpoint file. Pure; raises CorruptCheckpoint saying what is wrong."""
+    try:
+        doc = json.loads(data)
+    except (ValueError, UnicodeDecodeError) as exc:
+        msg = f"not valid JSON: {exc}"
+        raise CorruptCheckpoint(msg) from exc
+    if not isinstance(doc, dict):
+        msg = "not a JSON object"
+        raise CorruptCheckpoint(msg)
+    if doc.get("format") != FORMAT:
+        msg = f"format: expected {FORMAT!r}, got {doc.get('format')!r}"
+        raise CorruptCheckpoint(msg)
+    if doc.get("version") != VERSION:
+        msg = f"version: {doc.get('version')!r} is not supported (this plugin reads {VERSION})"
+        raise CorruptCheckpoint(msg)
+    stored = doc.pop("checksum", None)
+    if stored != checksum(doc):
+        msg = f"checksum: stored {stored!r} does not match the content"
+        raise CorruptCheckpoint(msg)
+    try:
+        claims = {str(uid): ClaimEntry.from_wire(e) for uid, e in doc.get("claims", {}).items()}
+        tombstones = {str(uid): float(at) for uid, at in doc.get("tombstones", [])}
+        boot_id = _str(doc, "nodeBootID")
+    except (ValueError, TypeError, AttributeError) as exc:
+        msg = f"invalid content: {exc}"
+        raise CorruptCheckpoint(msg) from exc
+    return Checkpoint(boot_id=boot_id, claims=claims, tombstones=tombstones)

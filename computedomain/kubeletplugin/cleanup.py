@@ -1,0 +1,125 @@
+"""Background cleanups (kubelet-plugin.md §5.5), at start and then periodically.
+
+- **Stale half-prepared claims**: a ``PrepareStarted`` entry whose ResourceClaim no longer
+  exists, or exists with another UID (re-created), is unprepared through the normal path (label
+  released, CDI spec deleted). Lookup errors leave the entry for the next run; an existing claim
+  with the same UID is left alone (its prepare may still be waiting).
+- **Orphaned CDI specs**: a claim spec file for a claim the checkpoint does not know (upstream
+  left these; a crash between writing the spec and the checkpoint can leave one) is deleted.
+- **Domain directories** of ComputeDomains that no longer exist (the informer, synced, does not
+  have them) are removed; unprepare leaves them on purpose (kubelet-plugin.md §4.3).
+
+Each step that touches the checkpoint, the CDI root or the domain directories holds the node
+lock, like any prepare attempt. Errors are logged, never raised: the next run retries.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from computedomain.kubeletplugin.cdistore import CdiStore
+from computedomain.kubeletplugin.checkpoint import Checkpoint, ClaimState
+from computedomain.kubeletplugin.checkpointstore import CheckpointStore
+from computedomain.kubeletplugin.nodelock import NodeLock
+from computedomain.kubeletplugin.ports import ClusterView
+from computedomain.kubeletplugin.state import DeviceState
+from computedomain.runtime import logs
+
+log = logs.get_logger(__name__)
+
+# (namespace, name) -> the claim, or None when it does not exist; raises on other errors.
+ClaimLookup = Callable[[str, str], Awaitable[Mapping[str, Any] | None]]
+
+
+def stale_candidates(checkpoint: Checkpoint) -> list[tuple[str, str, str]]:
+    """(uid, namespace, name) of every PrepareStarted entry that names its claim. Pure."""
+    return [
+        (uid, entry.namespace, entry.name)
+        for uid, entry in checkpoint.claims.items()
+        if entry.state is ClaimState.PREPARE_STARTED and entry.name
+    ]
+
+
+def orphaned_specs(checkpoint: Checkpoint, spec_uids: set[str]) -> list[str]:
+    """Claim UIDs with a CDI spec but no checkpoint entry. Pure."""
+    return sorted(spec_uids - set(checkpoint.claims))
+
+
+@attrs.define
+class Cleanup:
+    state: DeviceState
+    lock: NodeLock
+    checkpoints: CheckpointStore
+    cdi: CdiStore
+    cluster: ClusterView
+    domains_root: Path
+    lookup: ClaimLookup
+
+    async def stale_claims(self) -> list[str]:
+        """Unprepare stale PrepareStarted claims; returns their UIDs."""
+        checkpoint = await asyncio.to_thread(self.checkpoints.read)
+        removed = []
+        for uid, namespace, name in stale_candidates(checkpoint):
+            try:
+                claim = await self.lookup(namespace, name)
+            except Exception as exc:  # retried next run
+                log.warning(
+                    "cleanup: cannot look up claim", claim=f"{namespace}/{name}", error=str(exc)
+                )
+                continue
+            if claim is not None and (claim.get("metadata") or {}).get("uid") == uid:
+                continue
+            try:
+                async with self.lock.held():
+                    await self.state.forget(uid)
+            except Exception as exc:
+                log.warning("cleanup: unpreparing a stale claim failed", uid=uid, error=str(exc))
+                continue
+            log.info("cleanup: unprepared a stale claim", claim=f"{namespace}/{name}", uid=uid)
+            removed.append(uid)
+        return removed
+
+    async def orphaned_specs(self) -> list[str]:
+        """Delete CDI specs of claims the checkpoint does not know; returns their UIDs."""
+        async with self.lock.held():
+            checkpoint = await asyncio.to_thread(self.checkpoints.read)
+            uids = orphaned_specs(checkpoint, await asyncio.to_thread(self.cdi.claim_uids))
+            for uid in uids:
+                await asyncio.to_thread(self.cdi.remove_claim, uid)
+                log.info("cleanup: removed an orphaned CDI spec", uid=uid)
+        return uids
+
+    async def domain_dirs(self) -> list[str]:
+        """Remove directories of domains that no longer exist; returns their names."""
+        removed = []
+        async with self.lock.held():
+            try:
+                entries = await asyncio.to_thread(lambda: list(self.domains_root.iterdir()))
+            except FileNotFoundError:
+                return []
+            for entry in entries:
+                if not entry.is_dir() or self.cluster.domain(entry.name) is not None:
+                    continue
+                await asyncio.to_thread(shutil.rmtree, entry, True)
+                log.info("cleanup: removed a deleted domain's directory", domain=entry.name)
+                removed.append(entry.name)
+        return removed
+
+    async def run_once(self) -> None:
+        for step in (self.stale_claims, self.orphaned_specs, self.domain_dirs):
+            try:
+                await step()
+            except Exception:
+                log.exception("cleanup step failed", step=step.__name__)
+
+    async def run(self, interval: float) -> None:
+        """Run now, then every ``interval`` seconds, until cancelled."""
+        while True:
+            await self.run_once()
+            await asyncio.sleep(interval)

@@ -1,0 +1,376 @@
+"""The prepare/unprepare state machine: one attempt for one claim (kubelet-plugin.md §4.2, §5.1).
+
+:mod:`computedomain.kubeletplugin.driver` calls :meth:`DeviceState.prepare` and
+:meth:`DeviceState.unprepare` once per attempt, holding the node-wide lock; it retries
+TemporaryError and reports PermanentError at once. One prepare attempt:
+
+1. read the checkpoint; a tombstone newer than the request refuses the claim (an unprepare
+   happened while this request waited: never resurrect it, #1162); a completed entry returns
+   its devices with no side effect (idempotency);
+2. resolve the configs (:mod:`claimplan`) and, for channel devices, look the domain up and
+   check the claim's namespace: any problem is permanent and nothing has been written;
+3. refuse devices another completed claim holds (retryable: the kubelet unprepares the old
+   claim soon, #641, k/k#136269), and IMEX channels a claim of another domain holds (a
+   channel is an access boundary; claims of one domain may share theirs);
+4. record ``PrepareStarted`` (before any side effect);
+5. daemon devices: domain directory, env, mount, fabric node; channel devices: choose channels
+   (channel strategy), label the Node, wait until the local daemon is Ready
+   (:class:`~computedomain.kubeletplugin.ports.Waiting` until then), device nodes;
+6. write the claim's CDI spec, then record ``PrepareCompleted`` and return the devices.
+
+Unprepare reads only the checkpoint: it releases the label of channel devices (only if it is
+the claim's domain), deletes the CDI spec and drops the entry, leaving a tombstone when a
+prepare of the claim may still be running. Blocking file work runs in threads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+import attrs
+
+from computedomain.api import configs, names, validation
+from computedomain.api.errors import ConfigError, PermanentError, TemporaryError
+from computedomain.kubeletplugin import cdi, channelclaims, claimplan, daemonclaims, wakeups
+from computedomain.kubeletplugin.cdistore import CdiStore
+from computedomain.kubeletplugin.checkpoint import (
+    Checkpoint,
+    ClaimEntry,
+    ClaimState,
+    DeviceType,
+    PreparedDevice,
+)
+from computedomain.kubeletplugin.checkpointstore import CheckpointStore
+from computedomain.kubeletplugin.ports import ClusterView, NodeLabeler, Waiting
+from computedomain.nvml.procdevices import ProcError
+from computedomain.policies.hookspecs import ChannelRequest, ChannelStrategy
+from computedomain.proto import dra
+
+TOMBSTONE_TTL: Final = 300.0  # far beyond the longest prepare request (45 s)
+_DOMAIN_ID: Final = "opaque.parameters.domainID"
+
+StrategyFor = Callable[[str | None], ChannelStrategy]
+
+
+@attrs.frozen
+class NodeFacts:
+    """What this node is, fixed at startup."""
+
+    node_name: str
+    clique_id: str
+    channel_major: int
+    cliques_enabled: bool
+    host_paths: bool  # host and container driver roots differ: device nodes get hostPath
+    domains_root: Path
+    proc_devices: Path
+    fabric_capability: Path
+    channel_count: int = names.IMEX_CHANNEL_COUNT
+
+
+def claim_label(claim: Mapping[str, Any]) -> str:
+    """``<ns>/<name>:<uid>``, as every message names a claim."""
+    meta = claim.get("metadata") or {}
+    return f"{meta.get('namespace', '')}/{meta.get('name', '')}:{meta.get('uid', '')}"
+
+
+def to_kubelet(devices: Sequence[PreparedDevice]) -> tuple[dra.Device, ...]:
+    """The wire devices of prepared devices (request names reduced to their base name)."""
+    return tuple(
+        dra.Device(
+            request_names=tuple(r.split("/", 1)[0] for r in d.requests),
+            pool_name=d.pool,
+            device_name=d.device,
+            cdi_device_ids=d.cdi_device_ids,
+        )
+        for d in devices
+    )
+
+
+def cdi_ids(uid: str, device: PreparedDevice, edits: cdi.ContainerEdits) -> tuple[str, ...]:
+    """What the kubelet gets for a device: the base spec first for daemons, then the claim's."""
+    ids: list[str] = []
+    if device.type is DeviceType.DAEMON:
+        ids.append(cdi.BASE_DEVICE_ID)
+    if not edits.empty:
+        ids.append(cdi.claim_device_id(uid, device.device))
+    return tuple(ids)
+
+
+def strategy_mode(config: configs.ChannelConfig) -> str:
+    """Upstream's reading of allocationMode: "All" means every channel, anything else one."""
+    return "All" if config.wants_all_channels else "Single"
+
+
+class DeviceState:
+    """Prepare and unprepare bodies. Callers serialise attempts (node lock)."""
+
+    def __init__(
+        self,
+        facts: NodeFacts,
+        *,
+        checkpoints: CheckpointStore,
+        cdi_store: CdiStore,
+        cluster: ClusterView,
+        labeler: NodeLabeler,
+        strategy_for: StrategyFor,
+        wall_clock: Callable[[], float],
+        on_checkpoint: Callable[[Checkpoint], None] | None = None,
+    ) -> None:
+        self.facts = facts
+        self._checkpoints = checkpoints
+        self._cdi = cdi_store
+        self._cluster = cluster
+        self._labeler = labeler
+        self._strategy_for = strategy_for
+        self._now = wall_clock
+        self._on_checkpoint = on_checkpoint
+
+    async def _read(self) -> Checkpoint:
+        cached = self._checkpoints.cached()  # one stat: the file is unchanged most of the time
+        if cached is not None:
+            return cached
+        return await asyncio.to_thread(self._checkpoints.read)
+
+    async def _write(self, checkpoint: Checkpoint) -> None:
+        fresh = checkpoint.expire_tombstones(self._now(), TOMBSTONE_TTL)
+        await asyncio.to_thread(self._checkpoints.write, fresh)
+        if self._on_checkpoint is not None:
+            self._on_checkpoint(fresh)
+
+    # --- prepare ---------------------------------------------------------------------------
+
+    async def prepare(
+        self, claim: Mapping[str, Any], *, requested_at: float
+    ) -> tuple[dra.Device, ...]:
+        """One prepare attempt; raises PermanentError or TemporaryError (see module doc)."""
+        meta = claim.get("metadata") or {}
+        uid, namespace, name = str(meta["uid"]), str(meta["namespace"]), str(meta["name"])
+        validation.safe_path_component("metadata.uid", uid)
+        checkpoint = await self._read()
+        unprepared_at = checkpoint.tombstones.get(uid)
+        if unprepared_at is not None and unprepared_at >= requested_at:
+            raise PermanentError(
+                "the claim was unprepared while this prepare request was waiting; "
+                "not preparing it again"
+            )
+        entry = checkpoint.claims.get(uid)
+        if entry is not None and entry.completed:
+            return to_kubelet(entry.devices)
+        plan = claimplan.plan(claim)
+        domains = self._check_domains(plan, namespace)
+        self._check_overlap(checkpoint, uid, plan)
+        started = ClaimEntry(
+            state=ClaimState.PREPARE_STARTED,
+            namespace=namespace,
+            name=name,
+            at=self._now(),
+            devices=tuple(
+                PreparedDevice(
+                    device=d.device,
+                    pool=d.pool,
+                    requests=(d.request,),
+                    type=d.type,
+                    domain_id=d.config.domain_id,
+                    admin_access=d.admin_access,
+                )
+                for d in plan.devices
+            ),
+        )
+        if entry is None or attrs.evolve(entry, at=started.at) != started:
+            checkpoint = checkpoint.with_claim(uid, started)
+            await self._write(checkpoint)
+        prepared: list[tuple[PreparedDevice, cdi.ContainerEdits]] = []
+        for device in started.devices:
+            if device.type is DeviceType.DAEMON:
+                edits = await self._daemon(device, domains.get(device.domain_id))
+                prepared.append((device, edits))
+            else:
+                channels = self._choose_channels(checkpoint, uid, plan, device)
+                edits = await self._channel(device, domains[device.domain_id], channels)
+                prepared.append((attrs.evolve(device, channels=tuple(channels)), edits))
+        spec = cdi.claim_spec(
+            uid, [(d.device, e) for d, e in prepared], host_paths=self.facts.host_paths
+        )
+        try:
+            if spec is None:
+                await asyncio.to_thread(self._cdi.remove_claim, uid)
+            else:
+                await asyncio.to_thread(self._cdi.write_claim, uid, spec)
+        except OSError as exc:
+            raise TemporaryError(f"writing the CDI spec: {exc}") from exc
+        final = tuple(attrs.evolve(d, cdi_device_ids=cdi_ids(uid, d, e)) for d, e in prepared)
+        completed = attrs.evolve(started, state=ClaimState.PREPARE_COMPLETED, devices=final)
+        await self._write(checkpoint.with_claim(uid, completed))
+        return to_kubelet(final)
+
+    def _check_domains(
+        self, plan: claimplan.ClaimPlan, namespace: str
+    ) -> dict[str, Mapping[str, Any]]:
+        """Domains of the plan's devices; channel claims need theirs, in their namespace."""
+        found: dict[str, Mapping[str, Any]] = {}
+        for device in plan.devices:
+            domain = self._cluster.domain(device.config.domain_id)
+            if domain is not None:
+                found[device.config.domain_id] = domain
+            if device.type is not DeviceType.CHANNEL:
+                continue
+            field = f"{device.config_field}.{_DOMAIN_ID}"
+            if domain is None:
+                raise ConfigError(field, f"ComputeDomain {device.config.domain_id} not found")
+            channelclaims.check_namespace(domain, namespace, field)
+        return found
+
+    def _check_overlap(self, checkpoint: Checkpoint, uid: str, plan: claimplan.ClaimPlan) -> None:
+        wanted = {d.device for d in plan.devices if not d.admin_access}
+        for other_uid, other in checkpoint.completed():
+            if other_uid == uid:
+                continue
+            clash = sorted(wanted & other.held_devices())
+            if clash:
+                raise TemporaryError(
+                    f"requested device {clash[0]} is already allocated to different claim "
+                    f"{other.namespace}/{other.name}:{other_uid}"
+                )
+
+    def _choose_channels(
+        self,
+        checkpoint: Checkpoint,
+        uid: str,
+        plan: claimplan.ClaimPlan,
+        device: PreparedDevice,
+    ) -> list[int]:
+        config = next(d.config for d in plan.devices if d.device == device.device)
+        assert isinstance(config, configs.ChannelConfig)
+        in_use: dict[str, set[int]] = {}
+        owner: dict[int, str] = {}
+        for other_uid, other in checkpoint.completed():
+            if other_uid == uid:
+                continue
+            for held in other.devices:
+                if held.type is DeviceType.CHANNEL:
+                    in_use.setdefault(held.domain_id, set()).update(held.channels)
+                    if held.domain_id != config.domain_id:  # a channel is a domain's boundary
+                        owner.update(dict.fromkeys(held.channels, other_uid))
+        strategy = self._strategy_for(strategy_mode(config))
+        request = ChannelRequest(
+            allocation_mode=config.allocation_mode,
+            domain_id=config.domain_id,
+            claim_uid=uid,
+            in_use={k: frozenset(v) for k, v in in_use.items()},
+            channel_count=self.facts.channel_count,
+        )
+        channels = list(strategy.channels(request))
+        if not channels:
+            raise TemporaryError(f"channel strategy {strategy.name} found no free IMEX channel")
+        for channel in channels:
+            if not 0 <= channel < self.facts.channel_count:
+                raise PermanentError(
+                    f"channel strategy {strategy.name} chose channel {channel}, outside "
+                    f"0..{self.facts.channel_count - 1}"
+                )
+            if channel in owner:
+                raise TemporaryError(
+                    f"channel {channel} already allocated by claim {owner[channel]} "
+                    "(according to checkpoint)"
+                )
+        return channels
+
+    async def _daemon(
+        self, device: PreparedDevice, domain: Mapping[str, Any] | None
+    ) -> cdi.ContainerEdits:
+        if domain is None:
+            raise TemporaryError(f"compute domain not found: {device.domain_id}")
+        meta = domain.get("metadata") or {}
+        identity = daemonclaims.Domain(
+            uid=device.domain_id,
+            name=str(meta.get("name", "")),
+            namespace=str(meta.get("namespace", "")),
+        )
+        try:
+            host_dir = await asyncio.to_thread(
+                daemonclaims.ensure_domain_dir, self.facts.domains_root, device.domain_id
+            )
+        except OSError as exc:
+            raise TemporaryError(f"creating the domain directory: {exc}") from exc
+        fabric = None
+        if self.facts.clique_id:
+            try:
+                fabric = await asyncio.to_thread(
+                    daemonclaims.fabric_node,
+                    self.facts.proc_devices,
+                    self.facts.fabric_capability,
+                )
+            except ProcError as exc:
+                raise TemporaryError(f"fabric-imex-mgmt device: {exc}") from exc
+        return daemonclaims.edits(identity, self.facts.clique_id, host_dir, fabric)
+
+    async def _channel(
+        self, device: PreparedDevice, domain: Mapping[str, Any], channels: Sequence[int]
+    ) -> cdi.ContainerEdits:
+        await self._labeler.ensure(device.domain_id)
+        clique = None
+        if self.facts.cliques_enabled and self.facts.clique_id:
+            clique = self._cluster.clique(
+                names.clique_object_name(device.domain_id, self.facts.clique_id)
+            )
+        # Re-read the domain: the status may have changed since the attempt began.
+        domain = self._cluster.domain(device.domain_id) or domain
+        readiness = channelclaims.assess(
+            self.facts.node_name, domain, clique, cliques_enabled=self.facts.cliques_enabled
+        )
+        if not readiness.ready:
+            reason = channelclaims.wait_reason(
+                domain,
+                self.facts.node_name,
+                self.facts.clique_id,
+                readiness,
+                self._cluster.daemon_pod(device.domain_id),
+            )
+            raise Waiting(
+                f"current node not ready in ComputeDomain {channelclaims.domain_ref(domain)} "
+                f"({device.domain_id})",
+                reason=reason,
+                wake_on=(wakeups.domain_key(device.domain_id),),
+            )
+        return channelclaims.edits(
+            channels, self.facts.channel_major, clique_id=self.facts.clique_id
+        )
+
+    # --- unprepare -------------------------------------------------------------------------
+
+    async def unprepare(self, ref: dra.ClaimRef, *, prepare_in_flight: bool = False) -> None:
+        """One unprepare attempt (checkpoint only). Idempotent; raises TemporaryError.
+
+        A tombstone is left when a prepare of the claim may still be running: the entry was not
+        completed (a request was interrupted or is waiting), or the caller knows a prepare
+        request for it is in flight. A completed claim with no request in flight needs none
+        (a new request starts after the unprepare and may prepare it again).
+        """
+        validation.safe_path_component("uid", ref.uid)
+        checkpoint = await self._read()
+        entry = checkpoint.claims.get(ref.uid)
+        tombstone = prepare_in_flight or (entry is not None and not entry.completed)
+        if entry is None and (not tombstone or ref.uid in checkpoint.tombstones):
+            return
+        for device in entry.devices if entry is not None else ():
+            if device.type is DeviceType.CHANNEL:
+                await self._labeler.release(device.domain_id)
+        try:
+            await asyncio.to_thread(self._cdi.remove_claim, ref.uid)
+        except OSError as exc:
+            raise TemporaryError(f"deleting the CDI spec: {exc}") from exc
+        if tombstone:
+            await self._write(checkpoint.unprepared(ref.uid, self._now()))
+        else:
+            await self._write(checkpoint.without_claim(ref.uid))
+
+    async def forget(self, uid: str) -> None:
+        """Unprepare a stale claim found by cleanup (its namespace and name from the entry)."""
+        checkpoint = await self._read()
+        entry = checkpoint.claims.get(uid)
+        if entry is None:
+            return
+        await self.unprepare(dra.ClaimRef(entry.namespace, uid, entry.name), prepare_in_flight=True)

@@ -1,0 +1,89 @@
+"""Telling users why a workload waits: Warning events on the pods of a waiting claim.
+
+While a claim waits — for this node's IMEX daemon of its domain, for another domain's label to
+leave the node, or for anything else that is retried (a device an old claim still holds, the
+node lock) — the driver hands the reason here, and it becomes a Warning event on every pod in
+the claim's ``status.reservedFor`` (the pods the kubelet is starting), where
+``kubectl describe pod`` shows it. An unchanged reason is repeated at most every
+``REPEAT_AFTER`` seconds per claim; the EventRecorder folds repeats into one Event and cuts
+floods. Also the Warning on the Node when a corrupt checkpoint was moved aside.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Final
+
+from computedomain.kube.events import WARNING, EventRecorder
+
+REASON_WAITING: Final = "ComputeDomainNotReady"
+REASON_RETRYING: Final = "PrepareRetrying"
+REASON_CORRUPT_CHECKPOINT: Final = "CheckpointCorrupt"
+REPEAT_AFTER: Final = 10.0
+_FORGET_AFTER: Final = 600.0
+
+
+def pod_refs(claim: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Pod objects (as event targets) from the claim's reservedFor. Pure."""
+    namespace = (claim.get("metadata") or {}).get("namespace", "")
+    out = []
+    for consumer in (claim.get("status") or {}).get("reservedFor") or []:
+        if consumer.get("resource") != "pods" or consumer.get("apiGroup"):
+            continue
+        out.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": consumer.get("name"),
+                    "namespace": namespace,
+                    "uid": consumer.get("uid"),
+                },
+            }
+        )
+    return out
+
+
+class WaitEvents:
+    def __init__(
+        self, recorder: EventRecorder, *, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.recorder = recorder
+        self._clock = clock
+        self._last: dict[str, tuple[str, float]] = {}
+
+    def report(self, claim: Mapping[str, Any], reason: str, waiting: bool = True) -> None:
+        """Post ``reason`` on the claim's pods, unless just posted. Never raises.
+
+        ``waiting``: a normal wait (event reason ComputeDomainNotReady), else another
+        retryable problem (PrepareRetrying).
+        """
+        uid = str((claim.get("metadata") or {}).get("uid", ""))
+        now = self._clock()
+        last = self._last.get(uid)
+        if last is not None and last[0] == reason and now - last[1] < REPEAT_AFTER:
+            return
+        self._last = {k: v for k, v in self._last.items() if now - v[1] < _FORGET_AFTER}
+        self._last[uid] = (reason, now)
+        for pod in pod_refs(claim):
+            self.recorder.event(
+                pod, WARNING, REASON_WAITING if waiting else REASON_RETRYING, reason
+            )
+
+
+def corrupt_checkpoint_reporter(
+    recorder: EventRecorder, node: Mapping[str, Any]
+) -> Callable[[Path, str], None]:
+    """The checkpoint store's ``on_corrupt`` callback: a Warning on this Node."""
+
+    def report(moved_to: Path, why: str) -> None:
+        recorder.event(
+            dict(node),
+            WARNING,
+            REASON_CORRUPT_CHECKPOINT,
+            f"corrupt checkpoint moved aside to {moved_to} ({why}); starting clean",
+        )
+
+    return report

@@ -1,0 +1,110 @@
+"""Clique ID discovery: which NVLink clique this node's GPUs belong to (kubelet-plugin.md §3.3).
+
+The clique ID is ``<cluster UUID>.<clique id>`` when every GPU with multi-node NVLink agrees on
+it, and ``""`` on a node without fabric ("no-clique mode"). Two modes, chosen by the feature gate
+``CrashOnNVLinkFabricErrors``:
+
+- **strict** (gate on, the default): a GPU whose fabric registration is not finished or failed
+  stops the plugin from starting, so a half-attached node never joins a domain;
+- **legacy** (gate off): such a GPU is simply not counted (go-nvlib's ``IsFabricAttached``).
+
+GPUs named "DGX Display" are skipped, GPUs that do not support the query or report a zero
+cluster UUID (NVLink-capable but not multi-node) are skipped, and GPUs that disagree are always
+fatal. Pure: works on the :class:`~computedomain.nvml.types.Gpu` values a backend returned.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final
+
+from computedomain.api.errors import PermanentError
+from computedomain.nvml.types import (
+    NVML_ERROR_NOT_SUPPORTED,
+    NVML_SUCCESS,
+    ZERO_UUID,
+    FabricInfo,
+    FabricState,
+    Gpu,
+    return_name,
+)
+
+DISPLAY_DEVICE_NAMES: Final = frozenset({"DGX Display", "NVIDIA DGX Display"})
+
+
+class CliqueError(PermanentError):
+    """The GPUs' fabric state forbids starting; the message names the GPU and the reason."""
+
+
+def _state_name(state: int) -> str:
+    try:
+        return FabricState(state).name
+    except ValueError:
+        return str(state)
+
+
+def _strict(gpu: Gpu) -> FabricInfo | None:
+    if gpu.fabric_return == NVML_ERROR_NOT_SUPPORTED:
+        return None
+    if gpu.fabric_return != NVML_SUCCESS or gpu.fabric is None:
+        msg = (
+            f"error getting the NVLink fabric info of GPU {gpu.index} ({gpu.uuid}): "
+            f"{return_name(gpu.fabric_return)}"
+        )
+        raise CliqueError(msg)
+    info = gpu.fabric
+    if info.state == FabricState.NOT_SUPPORTED:
+        return None
+    if info.state != FabricState.COMPLETED:
+        msg = (
+            f"NVLink fabric not attached for GPU {gpu.index} ({gpu.uuid}): registration state "
+            f"{_state_name(info.state)}; refusing to start (set the feature gate "
+            "CrashOnNVLinkFabricErrors=false to run without the fabric)"
+        )
+        raise CliqueError(msg)
+    if info.status != NVML_SUCCESS:
+        msg = (
+            f"NVLink fabric registration error for GPU {gpu.index} ({gpu.uuid}): "
+            f"{return_name(info.status)}; refusing to start"
+        )
+        raise CliqueError(msg)
+    if info.cluster_uuid == ZERO_UUID:
+        return None
+    return info
+
+
+def _legacy(gpu: Gpu) -> FabricInfo | None:
+    if gpu.fabric_return == NVML_ERROR_NOT_SUPPORTED:
+        return None
+    if gpu.fabric_return != NVML_SUCCESS or gpu.fabric is None:
+        msg = (
+            f"error getting the NVLink fabric info of GPU {gpu.index} ({gpu.uuid}): "
+            f"{return_name(gpu.fabric_return)}"
+        )
+        raise CliqueError(msg)
+    info = gpu.fabric
+    attached = (
+        info.state == FabricState.COMPLETED
+        and info.status == NVML_SUCCESS
+        and info.cluster_uuid != ZERO_UUID
+    )
+    return info if attached else None
+
+
+def discover(gpus: Sequence[Gpu], *, strict: bool) -> str:
+    """The node's clique ID, or ``""``. Pure; raises CliqueError when starting is refused."""
+    recorded: list[tuple[Gpu, FabricInfo]] = []
+    for gpu in gpus:
+        if gpu.name in DISPLAY_DEVICE_NAMES:
+            continue
+        info = _strict(gpu) if strict else _legacy(gpu)
+        if info is not None:
+            recorded.append((gpu, info))
+    if not recorded:
+        return ""
+    cliques = sorted({info.clique for _, info in recorded})
+    if len(cliques) > 1:
+        detail = ", ".join(f"GPU {gpu.index}: {info.clique}" for gpu, info in recorded)
+        msg = f"the GPUs of this node disagree on their NVLink clique ({detail})"
+        raise CliqueError(msg)
+    return cliques[0]

@@ -1,0 +1,81 @@
+"""Cleanup of stale half-prepared claims, orphaned CDI specs and deleted domains' directories."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from computedomain.kubeletplugin.cleanup import Cleanup
+from computedomain.kubeletplugin.nodelock import NodeLock
+from computedomain.kubeletplugin.ports import Waiting
+from tests.unit.kubeletplugin import fixtures as fx
+
+
+def cleanup_for(
+    h: fx.Harness, claims: dict[tuple[str, str], Mapping[str, Any] | Exception]
+) -> Cleanup:
+    async def lookup(namespace: str, name: str) -> Mapping[str, Any] | None:
+        found = claims.get((namespace, name))
+        if isinstance(found, Exception):
+            raise found
+        return found
+
+    return Cleanup(
+        state=h.state,
+        lock=NodeLock(h.root / "pu.lock"),
+        checkpoints=h.checkpoints,
+        cdi=h.cdi,
+        cluster=h.cluster,
+        domains_root=h.state.facts.domains_root,
+        lookup=lookup,
+    )
+
+
+async def waiting_claim(h: fx.Harness, cd_uid: str, name: str) -> dict[str, Any]:
+    claim = fx.claim("channel", cd_uid, name=name)
+    with pytest.raises(Waiting):
+        await h.state.prepare(claim, requested_at=h.tick())
+    return claim
+
+
+async def test_stale_claims(tmp_path: Path) -> None:
+    h = fx.harness(tmp_path)
+    cd_uid = h.cluster.add(fx.domain())["metadata"]["uid"]
+    gone = await waiting_claim(h, cd_uid, "gone")
+    recreated = await waiting_claim(h, cd_uid, "recreated")
+    alive = await waiting_claim(h, cd_uid, "alive")
+    unknown = await waiting_claim(h, cd_uid, "unknown")
+    newer = {"metadata": {**recreated["metadata"], "uid": fx.new_uid()}}
+    claims: dict[tuple[str, str], Any] = {
+        ("team-a", "recreated"): newer,
+        ("team-a", "alive"): alive,
+        ("team-a", "unknown"): RuntimeError("API unreachable"),
+    }
+    removed = await cleanup_for(h, claims).stale_claims()
+    assert sorted(removed) == sorted([gone["metadata"]["uid"], recreated["metadata"]["uid"]])
+    left = set(h.checkpoints.read().claims)
+    assert left == {alive["metadata"]["uid"], unknown["metadata"]["uid"]}
+    assert h.labeler.calls[-1] == ("release", cd_uid)
+
+
+async def test_orphaned_specs_and_domain_dirs(tmp_path: Path) -> None:
+    h = fx.harness(tmp_path)
+    cd = h.cluster.add(fx.domain())
+    kept = fx.claim("daemon", cd["metadata"]["uid"])
+    await h.state.prepare(kept, requested_at=h.tick())
+    spec = h.cdi.claim_path(kept["metadata"]["uid"]).read_text()
+    orphan = fx.new_uid()
+    h.cdi.claim_path(orphan).write_text(spec)
+    gone_dir = h.state.facts.domains_root / "deleted-domain"
+    gone_dir.mkdir(parents=True)
+    (gone_dir / "nodes.cfg").write_text("x")
+    cleanup = cleanup_for(h, {})
+    assert await cleanup.orphaned_specs() == [orphan]
+    assert h.cdi.claim_uids() == {kept["metadata"]["uid"]}
+    assert await cleanup.domain_dirs() == ["deleted-domain"]
+    assert sorted(p.name for p in h.state.facts.domains_root.iterdir()) == [cd["metadata"]["uid"]]
+    await cleanup.run_once()  # idempotent
+    assert h.cdi.claim_uids() == {kept["metadata"]["uid"]}

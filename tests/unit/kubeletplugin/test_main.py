@@ -1,0 +1,35 @@
+"""The command's configuration errors: ``Error: ...`` on stderr, exit status 1."""
+
+from __future__ import annotations
+
+import pytest
+
+from computedomain.kubeletplugin import main
+
+
+@pytest.mark.parametrize(
+    ("argv", "env", "message"),
+    [
+        ([], {}, "Error: --node-name/NODE_NAME: is required"),
+        (
+            [],
+            {"NODE_NAME": "n", "FAKE_NVML_PROFILE": "a100"},
+            "Error: --fake-nvml-profile/FAKE_NVML_PROFILE: unknown profile 'a100' "
+            "(valid: gb200, h100, fabric-in-progress, mixed-cliques)",
+        ),
+        (["--nvml-backend", "gpu"], {"NODE_NAME": "n"}, "Error: --nvml-backend/NVML_BACKEND"),
+    ],
+)
+def test_configuration_errors(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    env: dict[str, str],
+    message: str,
+) -> None:
+    for name in ("NODE_NAME", "FAKE_NVML_PROFILE", "NVML_BACKEND"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert main.main(argv) == 1
+    assert capsys.readouterr().err.startswith(message)

@@ -1,0 +1,338 @@
+"""The prepare/unprepare state machine, one attempt at a time, on in-memory ports."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import attrs
+import pytest
+import yaml
+
+from computedomain.api.errors import ConfigError, PermanentError, TemporaryError
+from computedomain.kubeletplugin import checkpoint as cp
+from computedomain.kubeletplugin.ports import Waiting
+from computedomain.policies.hookspecs import ChannelRequest, hookimpl
+from computedomain.proto import dra
+from tests.unit.kubeletplugin import fixtures as fx
+
+
+def load(path: Path) -> dict:
+    return yaml.load(path.read_text(), Loader=yaml.CSafeLoader)  # type: ignore[no-any-return]
+
+
+def ref(claim: dict) -> dra.ClaimRef:
+    meta = claim["metadata"]
+    return dra.ClaimRef(meta["namespace"], meta["uid"], meta["name"])
+
+
+def entry(h: fx.Harness, claim: dict) -> cp.ClaimEntry | None:
+    return h.checkpoints.read().claims.get(claim["metadata"]["uid"])
+
+
+async def test_daemon_claim(tmp_path: Path) -> None:
+    h = fx.harness(tmp_path)
+    cd = h.cluster.add(fx.domain())
+    claim = fx.claim("daemon", cd["metadata"]["uid"])
+    uid = claim["metadata"]["uid"]
+    (device,) = await h.state.prepare(claim, requested_at=h.tick())
+    assert (device.device_name, device.pool_name, device.request_names) == (
+        "daemon-0",
+        "n1",
+        ("daemon",),
+    )
+    assert device.cdi_device_ids == (
+        "k8s.compute-domain.nvidia.com/device=all",
+        f"k8s.compute-domain.nvidia.com/claim={uid}-daemon-0",
+    )
+    spec = load(h.cdi.claim_path(uid))
+    env = spec["devices"][0]["containerEdits"]["env"]
+    assert env[1:] == [
+        f"COMPUTE_DOMAIN_UUID={cd['metadata']['uid']}",
+        "COMPUTE_DOMAIN_NAME=job",
+        "COMPUTE_DOMAIN_NAMESPACE=team-a",
+    ]
+    domain_dir = h.state.facts.domains_root / cd["metadata"]["uid"]
+    assert (domain_dir / "imexd.cfg.tmpl").is_file()
+    stored = entry(h, claim)
+    assert stored is not None
+    assert stored.completed
+    assert h.labeler.calls == []  # daemon claims never touch the label
+
+
+async def test_completed_claim_is_returned_without_side_effects(tmp_path: Path) -> None:
+    h = fx.harness(tmp_path)
+    cd = h.cluster.add(fx.domain())
+    claim = fx.claim("daemon", cd["metadata"]["uid"])
+    first = await h.state.prepare(claim, requested_at=h.tick())
+    h.cdi.remove_claim(claim["metadata"]["uid"])
+    h.cluster.domains.clear()  # even a vanished domain does not matter now
+    assert await h.state.prepare(claim, requested_at=h.tick()) == first
+    assert h.cdi.claim_uids() == set()
+
+
+async def test_channel_claim_waits_then_completes(tmp_path: Path) -> None:
+    h = fx.harness(tmp_path)
+    cd = h.cluster.add(fx.domain())
+    cd_uid = cd["metadata"]["uid"]
+    claim = fx.claim("channel", cd_uid)
+    with pytest.raises(Waiting) as wait:
+        await h.state.prepare(claim, requested_at=h.tick())
+    assert wait.value.reason == (
+        f"Waiting for the IMEX daemon of ComputeDomain team-a/job on node n1 "
+        f"(clique {fx.CLIQUE}): no daemon pod on this node yet"
+    )
+    assert wait.value.wake_on == (f"domain/{cd_uid}",)
+    assert h.labeler.value == cd_uid
+    stored = entry(h, claim)
+    assert stored is not None
+    assert stored.state is cp.ClaimState.PREPARE_STARTED
+    h.cluster.cliques[f"{cd_uid}.{fx.CLIQUE}"] = {
+        "daemons": [{"nodeName": "n1", "status": "Ready"}]
+    }
+    (device,) = await h.state.prepare(claim, requested_at=h.tick())
+    uid = claim["metadata"]["uid"]
+    assert device.cdi_device_ids == (f"k8s.compute-domain.nvidia.com/claim={uid}-channel-0",)
+    nodes = load(h.cdi.claim_path(uid))["devices"][0]["containerEdits"]
+    assert nodes["deviceNodes"][0]["path"] == "/dev/nvidia-caps-imex-channels/channel0"
+    stored = entry(h, claim)
+    assert stored is not None
+    assert stored.devices[0].channels == (0,)
+
+
+async def test_retries_while_waiting_do_not_rewrite_the_checkpoint(tmp_path: Path) -> None:
+    h = fx.harness(tmp_path)
+    cd = h.cluster.add(fx.domain())
+    claim = fx.claim("channel", cd["metadata"]["uid"])
+    path = h.checkpoints.path
+    with pytest.raises(Waiting):
+        await h.state.prepare(claim, requested_at=h.tick())
+    inode = path.stat().st_ino
+    with pytest.raises(Waiting):
+        await h.state.prepare(claim, requested_at=h.tick())
+    assert path.stat().st_ino == inode  # not replaced
+
+
+async def test_no_clique_channel_has_no_cdi(tmp_path: Path) -> None:
+    h = fx.harness(tmp_path, clique_id="")
+    cd = fx.domain()
+    fx.set_ready(cd)
+    h.cluster.add(cd)
+    claim = fx.claim("channel", cd["metadata"]["uid"])
+    (device,) = await h.state.prepare(claim, requested_at=h.tick())
+    assert device.cdi_device_ids == ()
+    assert h.cdi.claim_uids() == set()
+
+
+async def test_all_mode_injects_every_channel(tmp_path: Path) -> None:
+    h = fx.harness(tmp_path)
+    cd = fx.domain()
+    fx.set_ready(cd)
+    h.cluster.add(cd)
+    claim = fx.claim("channel", cd["metadata"]["uid"], mode="All")
+    await h.state.prepare(claim, requested_at=h.tick())
+    spec = load(h.cdi.claim_path(claim["metadata"]["uid"]))
+    assert len(spec["devices"][0]["containerEdits"]["deviceNodes"]) == 2048
+
+
+@pytest.mark.parametrize(
+    ("mutate", "field"),
+    [
+        (lambda c: None, "domainID: the ResourceClaim's namespace (team-b)"),
+        (
+            lambda c: c["status"]["allocation"]["devices"]["config"][0]["opaque"][
+                "parameters"
+            ].update(extra=1),
+            "opaque.parameters.extra: unknown field",
+        ),
+    ],
+)
+async def test_permanent_errors_write_nothing(tmp_path: Path, mutate, field: str) -> None:  # type: ignore[no-untyped-def]
+    h = fx.harness(tmp_path)
+    cd = h.cluster.add(fx.domain())
+    claim = fx.claim("channel", cd["metadata"]["uid"], namespace="team-b")
+    mutate(claim)
+    before = h.checkpoints.path.read_bytes()
+    with pytest.raises(PermanentError) as err:
+        await h.state.prepare(claim, requested_at=h.tick())
+    assert field in str(err.value)
+    assert "status.allocation.devices.config[0]" in str(err.value)
+    assert h.checkpoints.path.read_bytes() == before
+    assert h.labeler.calls == []
+    assert h.cdi.claim_uids() == set()
+
+
+async def test_unknown_domain_is_permanent_for_channels_temporary_for_daemons(
+    tmp_path: Path,
+) -> None:
+    h = fx.harness(tmp_path)
+    with pytest.raises(ConfigError, match="ComputeDomain nope not found"):
+        await h.state.prepare(fx.claim("channel", "nope"), requested_at=h.tick())
+    with pytest.raises(TemporaryError, match="compute domain not found: nope"):
+        await h.state.prepare(fx.claim("daemon", "nope"), requested_at=h.tick())
+
+
+async def test_overlap_guard(tmp_path: Path) -> None:
+    h = fx.harness(tmp_path)
+    cd = fx.domain()
+    fx.set_ready(cd)
+    h.cluster.add(cd)
+    first = fx.claim("channel", cd["metadata"]["uid"], name="old")
+    await h.state.prepare(first, requested_at=h.tick())
+    second = fx.claim("channel", cd["metadata"]["uid"])
+    with pytest.raises(TemporaryError, match="channel-0 is already allocated to different claim"):
+        await h.state.prepare(second, requested_at=h.tick())
+    await h.state.unprepare(ref(first))
+    await h.state.prepare(second, requested_at=h.tick())
+
+
+async def test_unprepare(tmp_path: Path) -> None:
+    h = fx.harness(tmp_path)
+    cd = fx.domain()
+    fx.set_ready(cd)
+    h.cluster.add(cd)
+    claim = fx.claim("channel", cd["metadata"]["uid"])
+    await h.state.prepare(claim, requested_at=h.tick())
+    await h.state.unprepare(ref(claim))
+    assert h.labeler.value is None
+    assert h.cdi.claim_uids() == set()
+    checkpoint = h.checkpoints.read()
+    assert checkpoint.claims == {}
+    # Completed, and no prepare request in flight: nothing can resurrect it, no tombstone.
+    assert checkpoint.tombstones == {}
+    inode = h.checkpoints.path.stat().st_ino
+    await h.state.unprepare(ref(claim))  # idempotent, no write
+    assert h.checkpoints.path.stat().st_ino == inode
+
+
+async def test_unprepare_with_a_prepare_in_flight_leaves_a_tombstone(tmp_path: Path) -> None:
+    h = fx.harness(tmp_path)
+    cd = fx.domain()
+    fx.set_ready(cd)
+    h.cluster.add(cd)
+    claim = fx.claim("channel", cd["metadata"]["uid"])
+    requested = h.tick()
+    await h.state.prepare(claim, requested_at=requested)
+    h.tick()
+    await h.state.unprepare(ref(claim), prepare_in_flight=True)
+    assert claim["metadata"]["uid"] in h.checkpoints.read().tombstones
+    with pytest.raises(PermanentError, match="unprepared while this prepare request"):
+        await h.state.prepare(claim, requested_at=requested)
+    inode = h.checkpoints.path.stat().st_ino
+    await h.state.unprepare(ref(claim), prepare_in_flight=True)  # already tombstoned
+    assert h.checkpoints.path.stat().st_ino == inode
+
+
+async def test_stale_prepare_after_unprepare_is_refused(tmp_path: Path) -> None:
+    h = fx.harness(tmp_path)
+    cd = h.cluster.add(fx.domain())
+    claim = fx.claim("channel", cd["metadata"]["uid"])
+    requested = h.tick()
+    with pytest.raises(Waiting):
+        await h.state.prepare(claim, requested_at=requested)
+    h.tick()
+    await h.state.unprepare(ref(claim))
+    fx.set_ready(cd)
+    with pytest.raises(PermanentError, match="unprepared while this prepare request was waiting"):
+        await h.state.prepare(claim, requested_at=requested)
+    assert h.labeler.value is None
+    # A new request (the claim reused by a new pod) prepares it again.
+    await h.state.prepare(claim, requested_at=h.tick())
+    assert h.labeler.value == cd["metadata"]["uid"]
+    assert claim["metadata"]["uid"] not in h.checkpoints.read().tombstones
+
+
+async def test_unprepare_before_first_attempt_also_blocks_it(tmp_path: Path) -> None:
+    h = fx.harness(tmp_path)
+    cd = fx.domain()
+    fx.set_ready(cd)
+    h.cluster.add(cd)
+    claim = fx.claim("channel", cd["metadata"]["uid"])
+    requested = h.tick()
+    h.tick()
+    await h.state.unprepare(ref(claim), prepare_in_flight=True)
+    with pytest.raises(PermanentError):
+        await h.state.prepare(claim, requested_at=requested)
+
+
+async def test_tombstones_expire(tmp_path: Path) -> None:
+    h = fx.harness(tmp_path)
+    cd = h.cluster.add(fx.domain())
+    claim = fx.claim("daemon", cd["metadata"]["uid"])
+    await h.state.unprepare(ref(claim), prepare_in_flight=True)
+    assert h.checkpoints.read().tombstones
+    h.tick(400)
+    await h.state.prepare(fx.claim("daemon", cd["metadata"]["uid"]), requested_at=h.tick())
+    assert h.checkpoints.read().tombstones == {}
+
+
+async def test_label_held_by_other_domain_waits(tmp_path: Path) -> None:
+    h = fx.harness(tmp_path)
+    cd = fx.domain()
+    fx.set_ready(cd)
+    h.cluster.add(cd)
+    h.labeler.value = "other-uid"
+    with pytest.raises(Waiting, match="label already exists"):
+        await h.state.prepare(fx.claim("channel", cd["metadata"]["uid"]), requested_at=h.tick())
+
+
+@attrs.frozen
+class PerDomain:
+    name: str = "per-domain"
+
+    def channels(self, request: ChannelRequest) -> Sequence[int]:
+        used = set().union(*request.in_use.values()) if request.in_use else set()
+        return (next(i for i in range(1, request.channel_count) if i not in used),)
+
+
+class PerDomainPlugin:
+    @hookimpl
+    def computedomain_channel_strategies(self) -> Sequence[object]:
+        return (PerDomain(),)
+
+
+async def test_strategy_map_serves_a_mode_with_another_strategy(tmp_path: Path) -> None:
+    h = fx.harness(
+        tmp_path, strategy_map={"Single": "per-domain"}, extra_plugins=(PerDomainPlugin(),)
+    )
+    cd = fx.domain()
+    fx.set_ready(cd)
+    h.cluster.add(cd)
+    claim = fx.claim("channel", cd["metadata"]["uid"])
+    await h.state.prepare(claim, requested_at=h.tick())
+    stored = entry(h, claim)
+    assert stored is not None
+    assert stored.devices[0].channels == (1,)
+    spec = load(h.cdi.claim_path(claim["metadata"]["uid"]))
+    assert spec["devices"][0]["containerEdits"]["deviceNodes"][0]["minor"] == 1
+
+
+def test_unknown_strategy_is_a_startup_error(tmp_path: Path) -> None:
+    with pytest.raises(
+        ConfigError,
+        match=r"Single=nope: unknown channel allocation strategy 'nope' \(valid: All, Single\)",
+    ):
+        fx.harness(tmp_path, strategy_map={"Single": "nope"})
+    with pytest.raises(ConfigError, match="unknown allocation mode 'Many'"):
+        fx.harness(tmp_path, strategy_map={"Many": "All"})
+
+
+def _admin(claim: dict) -> dict:
+    claim["status"]["allocation"]["devices"]["results"][0]["adminAccess"] = True
+    return claim
+
+
+async def test_a_channel_is_shared_within_a_domain_never_across(tmp_path: Path) -> None:
+    h = fx.harness(tmp_path)
+    mine, theirs = fx.domain("mine"), fx.domain("theirs")
+    for cd in (mine, theirs):
+        fx.set_ready(cd)
+        h.cluster.add(cd)
+    await h.state.prepare(fx.claim("channel", mine["metadata"]["uid"]), requested_at=h.tick())
+    # Admin access shares the device; the channel decides.
+    same = _admin(fx.claim("channel", mine["metadata"]["uid"]))
+    await h.state.prepare(same, requested_at=h.tick())
+    other = _admin(fx.claim("channel", theirs["metadata"]["uid"]))
+    with pytest.raises(TemporaryError, match=r"channel 0 already allocated by claim .*checkpoint"):
+        await h.state.prepare(other, requested_at=h.tick())
+    assert h.labeler.value == mine["metadata"]["uid"]
