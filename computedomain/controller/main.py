@@ -11,10 +11,12 @@ end of leadership, 1 on a fatal error, 2 on bad settings.
 
 from __future__ import annotations
 
+import sys
 import uuid
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+import computedomain
 from computedomain.controller import flags
 from computedomain.controller.flags import ProgramConfig
 from computedomain.runtime import logs, supervisor
@@ -104,7 +106,11 @@ def _readiness(controller: Controller, elector: LeaderElector | None) -> Callabl
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The console script's entry point; returns the exit status."""
-    config = flags.parse(argv)
+    args = list(sys.argv[1:] if argv is None else argv)
+    if "--version" in args:  # upstream's flag (no -v alias: -v is the verbosity)
+        print(computedomain.__version__)
+        return 0
+    config = flags.parse(args)
     logs.setup(config.verbosity, COMPONENT)
     _log.info(
         "starting",

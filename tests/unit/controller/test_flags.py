@@ -166,3 +166,11 @@ def test_every_upstream_setting_is_declared_with_its_env_twin() -> None:
     ]  # fmt: skip
     for env in upstream:
         assert declared[env] == "--" + env.lower().replace("_", "-")
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    import computedomain
+    from computedomain.controller import main
+
+    assert main.main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == computedomain.__version__
