@@ -15,7 +15,6 @@ Run by :class:`~computedomain.controller.controller.Controller`.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Callable, Iterable
 from typing import Protocol
 
@@ -84,8 +83,9 @@ class Cleanup:
         try:
             await asyncio.wait({sleeper, waiter}, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            for task in (sleeper, waiter):
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+            sleeper.cancel()
+            waiter.cancel()
+            # Not ``suppress(CancelledError)`` around an await: that would also swallow a
+            # cancellation of this task arriving meanwhile, and the loop would never end.
+            await asyncio.gather(sleeper, waiter, return_exceptions=True)
         return self._requested.is_set()

@@ -108,12 +108,15 @@ class Bench:
         return controller
 
     async def stop(self) -> None:
-        for task in reversed(self.tasks):
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, TimeoutError):
-                await asyncio.wait_for(task, DEADLINE)
-        self.tasks.clear()
+        """Cancel the controller and recorder; each must end within the deadline."""
+        tasks, self.tasks = self.tasks, []
         self.controller = None
+        for task in reversed(tasks):
+            task.cancel()
+            done, _ = await asyncio.wait({task}, timeout=DEADLINE)
+            if not done:
+                msg = f"task {task.get_name()} did not stop within {DEADLINE}s of its cancellation"
+                raise AssertionError(msg)
 
     # -- domains -----------------------------------------------------------------------------
 

@@ -9,7 +9,6 @@ ServiceAccount token bound to these rules and nothing else; no request may be re
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -164,10 +163,9 @@ async def test_controller_needs_nothing_more(apiserver: testing.RunningServer) -
             assert api.stats.total(verb="create", resource="events") >= 1
             assert api.stats.total(verb="list", resource="pods") >= 2  # informer + live read
         finally:
-            for task in reversed(tasks):
+            for task in tasks:
                 task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+            await asyncio.wait(tasks, timeout=20)
             await api.close()
 
 

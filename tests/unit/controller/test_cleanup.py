@@ -64,3 +64,17 @@ async def test_passes_at_start_on_request_and_every_interval() -> None:
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_a_cancellation_is_never_swallowed() -> None:
+    """Cancelled at any point of a pass or a wait, the loop ends (it once swallowed one)."""
+    for yields in range(12):
+        cleanup = Cleanup(_Caches(), _Queue(), interval=600.0, clock=ManualClock())  # type: ignore[arg-type]
+        task = asyncio.create_task(cleanup.run())
+        await settle()
+        cleanup.request()
+        for _ in range(yields):
+            await asyncio.sleep(0)
+        task.cancel()
+        done, _ = await asyncio.wait({task}, timeout=5)
+        assert done, f"the loop ignored a cancellation {yields} steps after a request"
