@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from computedomain.sim.apiserver import persistence, status
+from computedomain.sim.apiserver import persistence, status, tls
 from computedomain.sim.apiserver.server import EmbeddedApiServer
 
 if TYPE_CHECKING:
@@ -37,6 +37,11 @@ def register(commands: Commands) -> None:
     parser.add_argument("--data-dir", type=Path, help="keep objects here across restarts")
     parser.add_argument("--rbac", action="store_true", help="enforce RBAC on every request")
     parser.add_argument(
+        "--tls",
+        action="store_true",
+        help="serve HTTPS (self-signed; kubectl sends tokens only over TLS, so use it with --rbac)",
+    )
+    parser.add_argument(
         "--crds", type=Path, nargs="*", default=[], help="CRD YAML files or directories to install"
     )
     parser.add_argument("--log-level", default="WARNING", help="Python log level")
@@ -44,18 +49,18 @@ def register(commands: Commands) -> None:
 
 async def serve(args: argparse.Namespace) -> int:
     server = EmbeddedApiServer(
-        host=args.host, port=args.port, data_dir=args.data_dir, rbac=args.rbac
+        host=args.host, port=args.port, data_dir=args.data_dir, rbac=args.rbac, tls=args.tls
     )
     try:
         await server.start()
-    except persistence.CorruptStoreError as exc:
+    except (persistence.CorruptStoreError, tls.TlsError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     try:
         if args.crds:
             await server.install_crds(args.crds)
+        path = server.write_kubeconfig(args.kubeconfig)  # ready before the URL line appears
         print(server.url, flush=True)
-        path = server.write_kubeconfig(args.kubeconfig)
         print(f"kubeconfig: {path}", flush=True)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()

@@ -11,26 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import crds, defaults, objects, status
+from . import crds, defaults, kindvalidation, objects, status
 from .registry import ResourceType
 from .state import ApiState
 from .validation import validate_metadata, validate_metadata_update
-
-
-def _pruned_paths(before: Any, after: Any, path: str = "") -> list[str]:
-    """Dotted paths present in ``before`` but absent from ``after`` (what pruning dropped)."""
-    out: list[str] = []
-    if isinstance(before, dict) and isinstance(after, dict):
-        for k, v in before.items():
-            sub = f"{path}.{k}" if path else k
-            if k not in after:
-                out.append(sub)
-            else:
-                out += _pruned_paths(v, after[k], sub)
-    elif isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
-        for i, (b, a) in enumerate(zip(before, after, strict=True)):
-            out += _pruned_paths(b, a, f"{path}[{i}]")
-    return out
 
 
 def mutate(
@@ -45,10 +29,9 @@ def mutate(
     schema = state.schemas.get((rt.group, rt.version, rt.plural))
     if schema is None:
         return obj, []
-    defaulted = schema.default(obj)
-    pruned = schema.prune(defaulted)
-    unknown = _pruned_paths(defaulted, pruned) if pruned is not defaulted else []
-    return pruned, unknown
+    unknown: list[str] = []
+    pruned = schema.prune(obj, unknown=unknown)
+    return schema.default(pruned), unknown
 
 
 def validate(
@@ -65,10 +48,12 @@ def validate(
         causes += validate_metadata(rt.kind, obj, namespaced=rt.namespaced)
     if old is not None:
         causes += validate_metadata_update(obj, old)
+    if not rt.custom and not status_only:
+        causes += kindvalidation.validate(rt.group, rt.kind, obj, old)
     if rt.custom:
         schema = state.schemas.get((rt.group, rt.version, rt.plural))
         if schema is not None:
-            causes += schema.validate(obj, old)
+            causes += schema.validate(obj, old, subresource="status" if status_only else "")
     elif rt.kind == "CustomResourceDefinition" and rt.group == "apiextensions.k8s.io":
         causes += crds.validate_crd(state, obj, old)
     if causes:

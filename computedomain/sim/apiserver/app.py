@@ -1,4 +1,5 @@
-"""The aiohttp application: pipeline stages (:mod:`.pipeline`) around one dispatcher.
+"""The HTTP server: pipeline stages (:mod:`.pipeline`) around one dispatcher, served by
+aiohttp's low-level server (no router or application: every request takes the same path).
 
 Non-resource paths (``/version``, health, discovery, OpenAPI) are answered here; resource
 paths go to :mod:`.rest`. Built by :class:`.server.EmbeddedApiServer`.
@@ -11,15 +12,15 @@ from typing import Any
 from aiohttp import web
 
 from . import discovery, openapi, rest, status, wire
-from .pipeline import INFO, STATE, stages
+from .pipeline import INFO, STATE, compose
 from .requestinfo import RequestInfo
 from .state import ApiState
 
 _HEALTH = ("/healthz", "/livez", "/readyz")
 
 
-async def dispatch(request: web.Request) -> web.StreamResponse:
-    state = request.app[STATE]
+async def dispatch(request: web.BaseRequest) -> web.StreamResponse:
+    state = request[STATE]
     info: RequestInfo = request[INFO]
     if info.is_resource:
         return await rest.handle(request, state, info)
@@ -54,14 +55,11 @@ async def dispatch(request: web.Request) -> web.StreamResponse:
     raise status.ApiStatusError(404, "NotFound", "the server could not find the requested resource")
 
 
-def build(state: ApiState, extra_stages: list[Any]) -> web.Application:
-    """The application for ``state``; ``extra_stages`` run after classification (see
-    :mod:`.pipeline`)."""
-    app = web.Application(
-        middlewares=stages(extra_stages),
-        client_max_size=state.config.max_body_bytes + 1,
-        handler_args={"max_field_size": 64 * 1024},
-    )
-    app[STATE] = state
-    app.router.add_route("*", "/{tail:.*}", dispatch)
-    return app
+def build(state: ApiState, extra_stages: list[Any]) -> web.Server:
+    """The low-level aiohttp server for ``state``; ``extra_stages`` run after
+    classification (see :mod:`.pipeline`)."""
+    handler = compose(state, extra_stages, dispatch)
+    # handler_cancellation: a watch whose client went away ends at once (its task is
+    # cancelled), instead of lingering until its timeout. Writes are synchronous between their
+    # awaits (reading the body), so a cancelled write never leaves half a change.
+    return web.Server(handler, max_field_size=64 * 1024, access_log=None, handler_cancellation=True)

@@ -70,8 +70,8 @@ def view_for(rt: ResourceType, storage: ResourceType | None) -> View:
     if rt.conversion == "events.k8s.io/v1":
         return View(
             rt.group_version,
-            lambda o: _rename(o, _EVENT_FIELDS, "events.k8s.io/v1"),
-            lambda o: _rename(o, _EVENT_FIELDS_BACK, "v1"),
+            lambda o: _rename(o, _EVENT_FIELDS_BACK, "events.k8s.io/v1"),
+            lambda o: _rename(o, _EVENT_FIELDS, "v1"),
         )
     if storage is None or storage.version == rt.version or storage.group != rt.group:
         return IDENTITY
@@ -86,6 +86,12 @@ def view_for(rt: ResourceType, storage: ResourceType | None) -> View:
         return o
 
     return View(gv, to_view, to_storage)
+
+
+def defaulting(view: View, default: Callable[[dict[str, Any]], dict[str, Any]]) -> View:
+    """``view`` followed by schema defaulting (objects stored before a schema change)."""
+    to_view = view.to_view
+    return View(view.id + "+defaults", lambda o: default(to_view(o)), view.to_storage)
 
 
 def field_label(rt: ResourceType, label: str) -> str:

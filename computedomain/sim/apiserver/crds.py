@@ -17,6 +17,7 @@ from typing import Any
 
 from . import status
 from .registry import ALL_VERBS, ResourceType
+from .schema import SchemaError
 from .state import ApiState, PassThroughSchema, Schema
 from .store import Event
 from .validation import label_errors, subdomain_errors
@@ -37,11 +38,19 @@ def _version_key(name: str) -> tuple[int, int, int, str]:
     return (stage, -major, -minor, name)
 
 
-def compile_schema(state: ApiState, version: dict[str, Any]) -> Schema:
+def compile_schema(state: ApiState, version: dict[str, Any], index: int = 0) -> Schema:
     schema = (version.get("schema") or {}).get("openAPIV3Schema")
     if not isinstance(schema, dict):
         return PassThroughSchema()
-    return state.compile_schema(schema)
+    return state.compile_schema(schema, path=f"spec.versions[{index}].schema.openAPIV3Schema")
+
+
+def _schema_cause(message: str) -> status.FieldCause:
+    """A compile error ``path: Reason: detail`` as a field cause."""
+    field, sep, detail = message.partition(": ")
+    if not sep or " " in field:
+        return status.FieldCause("FieldValueInvalid", "", message)
+    return status.FieldCause("FieldValueInvalid", field, detail)
 
 
 def validate_crd(
@@ -126,9 +135,9 @@ def _versions(state: ApiState, versions: Any) -> list[status.FieldCause]:
             causes.append(status.required(f"{path}.schema.openAPIV3Schema"))
             continue
         try:
-            state.compile_schema(schema)
-        except Exception as exc:
-            causes.append(status.invalid_value(f"{path}.schema.openAPIV3Schema", schema, str(exc)))
+            state.compile_schema(schema, path=f"{path}.schema.openAPIV3Schema")
+        except SchemaError as exc:
+            causes.append(_schema_cause(str(exc)))
     if storage != 1:
         causes.append(
             status.invalid_value(
@@ -235,6 +244,7 @@ class CrdController:
     def __init__(self, state: ApiState) -> None:
         self.state = state
         self.terminating: set[str] = set()  # CRD names whose objects are being cleaned up
+        self._schemas_of: dict[tuple[str, str, str], Any] = {}  # the raw schema served
 
     def on_event(self, ev: Event) -> None:
         if ev.skey != CRD_KEY:
@@ -254,18 +264,29 @@ class CrdController:
         except (KeyError, TypeError, AttributeError):
             return
         group, plural = spec["group"], spec["names"]["plural"]
+        before = {
+            rt.version: self._schemas_of.get((group, rt.version, plural))
+            for rt in self.state.registry.versions((group, plural))
+        }
         self.state.registry.remove(group, plural)
         for key in [k for k in self.state.schemas if k[0] == group and k[2] == plural]:
             del self.state.schemas[key]
-        versions = {str(v.get("name")): v for v in spec.get("versions") or ()}
+        versions = {str(v.get("name")): (i, v) for i, v in enumerate(spec.get("versions") or ())}
         for rt in types:
             self.state.registry.add(rt)
+            index, version = versions[rt.version]
             try:
-                self.state.schemas[(group, rt.version, plural)] = compile_schema(
-                    self.state, versions[rt.version]
-                )
-            except Exception:
-                self.state.schemas[(group, rt.version, plural)] = PassThroughSchema()
+                schema = compile_schema(self.state, version, index)
+            except SchemaError:  # stored by an older server that accepted it: serve unchecked
+                schema = PassThroughSchema()
+            self.state.schemas[(group, rt.version, plural)] = schema
+            raw = (version.get("schema") or {}).get("openAPIV3Schema")
+            key = (group, rt.version, plural)
+            if before.get(rt.version) not in (None, raw) and self.state.store.count(
+                (group, plural)
+            ):
+                self.state.default_on_read.add(key)
+            self._schemas_of[key] = raw
 
     def _unserve(self, crd: dict[str, Any]) -> None:
         spec = crd.get("spec") or {}
@@ -274,6 +295,8 @@ class CrdController:
         self.state.registry.remove(group, plural)
         for key in [k for k in self.state.schemas if k[0] == group and k[2] == plural]:
             del self.state.schemas[key]
+            self.state.default_on_read.discard(key)
+            self._schemas_of.pop(key, None)
         self.state.hub.close_all((group, plural))
         self.state.store.drop((group, plural))
         self.terminating.discard(crd["metadata"]["name"])

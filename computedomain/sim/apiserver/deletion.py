@@ -159,8 +159,8 @@ def delete(
         meta["finalizers"] = wanted
     meta["deletionTimestamp"] = objects.rfc3339(now + dt.timedelta(seconds=grace))
     meta["deletionGracePeriodSeconds"] = grace
-    if rt.generation or rt.custom:
-        meta["generation"] = int(meta.get("generation", 1)) + 1
+    if isinstance(meta.get("generation"), int) and meta["generation"] > 0:
+        meta["generation"] += 1  # kube-apiserver bumps it when deletion starts
     ev = writes.commit(state, rt, entry.key, obj)
     return DeleteResult(ev.new, False)
 

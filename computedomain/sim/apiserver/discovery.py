@@ -39,7 +39,7 @@ _SUBRESOURCES: dict[str, tuple[str | None, str | None, str | None, tuple[str, ..
 }
 
 
-def wants_aggregated(request: web.Request) -> bool:
+def wants_aggregated(request: web.BaseRequest) -> bool:
     accept = request.headers.get("Accept", "")
     return "as=APIGroupDiscoveryList" in accept and "v=v2" in accept
 

@@ -68,7 +68,9 @@ class Collector:
             if ev.skey != NS_KEY and ev.new.namespace in self.namespaces:
                 self.wake.set()
         else:
-            if new_owners:
+            # Owners that go away later are found through the DELETED path; an object needs a
+            # look of its own only when its owner references are new.
+            if new_owners and (ev.type == "ADDED" or prev_owners != new_owners):
                 self.check.add(ref)
             raw = ev.new.raw
             if b'"deletionTimestamp"' in raw and (
@@ -128,7 +130,10 @@ class Collector:
             await self.wake.wait()
             self.wake.clear()
             await asyncio.sleep(self.state.config.gc_interval)
-            self.step()
+            try:
+                self.step()
+            except Exception:  # keep collecting: a bug here must not stop the controllers
+                log.exception("gc: step failed")
 
     def step(self) -> None:
         """Process everything queued so far (synchronously)."""

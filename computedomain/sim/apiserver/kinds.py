@@ -95,6 +95,13 @@ BUILTINS: tuple[ResourceType, ...] = (
     # events.k8s.io/v1: a second view of the core/v1 events (see conversion.py)
     R("events.k8s.io", "v1", "events", "Event", True, ("ev",),
       selectable_fields=_EVENTS_V1_FIELDS, conversion="events.k8s.io/v1", storage_group=""),
+    # computed reviews (kubectl auth can-i / whoami): created, never stored
+    R("authorization.k8s.io", "v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview", False,
+      verbs=("create",)),
+    R("authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview", False,
+      verbs=("create",)),
+    R("authentication.k8s.io", "v1", "selfsubjectreviews", "SelfSubjectReview", False,
+      verbs=("create",)),
     # networking.k8s.io/v1 (stored, not enforced)
     R("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", True, ("netpol",),
       generation=True),

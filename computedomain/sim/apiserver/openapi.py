@@ -112,7 +112,7 @@ def document(state: ApiState, group: str, version: str) -> dict[str, Any]:
     }
 
 
-def respond(request: web.Request, state: ApiState) -> web.StreamResponse:
+def respond(request: web.BaseRequest, state: ApiState) -> web.StreamResponse:
     path = request.path.rstrip("/")
     if path == "/openapi/v3":
         paths = {}

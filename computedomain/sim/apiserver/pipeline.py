@@ -8,8 +8,8 @@
    ``aiohttp`` middleware passed as ``EmbeddedApiServer(stages=[...])`` runs here, after the
    request is classified (``request[INFO]``) and before authentication, so it can answer
    409/429 (with ``Retry-After``)/500/503 itself, delay the request, or wrap the response;
-   a stage that needs watch streams reaches them through ``request.app[STATE].hub``
-   (:meth:`.watch.WatchHub.close_all`, :attr:`.watch.Watcher.fail`).
+   a stage that needs the server's state (e.g. watch streams, to drop them or end them with
+   an early 410: :meth:`.watch.WatchHub.close_all`) finds it as ``request[STATE]``.
 4. :func:`authenticate` — bearer token → user (``request[USER]``); 401 when required.
 5. :func:`authorize` — RBAC decision for the request attributes; 403 worded as
    kube-apiserver.
@@ -19,6 +19,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -26,20 +27,22 @@ from typing import Any
 from aiohttp import web
 
 from . import requestinfo, security, status, wire
+from .authn import UserInfo
 from .state import ApiState
 
 log = logging.getLogger(__name__)
 
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-Stage = Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]
+Handler = Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]
+Stage = Callable[[web.BaseRequest, Handler], Awaitable[web.StreamResponse]]
 
-STATE = web.AppKey("state", ApiState)
+STATE = web.RequestKey("state", ApiState)
 INFO = web.RequestKey("info", requestinfo.RequestInfo)
-USER = web.RequestKey("user", Any)  # an authn.UserInfo, or None when the server runs open
+# The authenticated user, or None when the server runs without authentication.
+USER: web.RequestKey[UserInfo | None] = web.RequestKey("user")
 
 
 @web.middleware
-async def error_boundary(request: web.Request, handler: Handler) -> web.StreamResponse:
+async def error_boundary(request: web.BaseRequest, handler: Handler) -> web.StreamResponse:
     try:
         return await handler(request)
     except status.ApiStatusError as exc:
@@ -47,7 +50,7 @@ async def error_boundary(request: web.Request, handler: Handler) -> web.StreamRe
     except web.HTTPException as exc:
         if exc.status == 413:
             return wire.status_response(
-                status.request_entity_too_large(request.app[STATE].config.max_body_bytes)
+                status.request_entity_too_large(request[STATE].config.max_body_bytes)
             )
         return wire.status_response(
             status.ApiStatusError(exc.status, exc.reason, exc.text or exc.reason)
@@ -60,25 +63,39 @@ async def error_boundary(request: web.Request, handler: Handler) -> web.StreamRe
 
 
 @web.middleware
-async def classify(request: web.Request, handler: Handler) -> web.StreamResponse:
+async def classify(request: web.BaseRequest, handler: Handler) -> web.StreamResponse:
     request[INFO] = requestinfo.parse(request.method, request.path, request.query)
     return await handler(request)
 
 
 @web.middleware
-async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
-    state = request.app[STATE]
+async def authenticate(request: web.BaseRequest, handler: Handler) -> web.StreamResponse:
+    state = request[STATE]
     request[USER] = security.authenticate(state, request.headers.get("Authorization", ""))
     return await handler(request)
 
 
 @web.middleware
-async def authorize(request: web.Request, handler: Handler) -> web.StreamResponse:
-    state = request.app[STATE]
+async def authorize(request: web.BaseRequest, handler: Handler) -> web.StreamResponse:
+    state = request[STATE]
     security.authorize(state, request[USER], request[INFO])
     return await handler(request)
 
 
 def stages(extra: list[Any]) -> list[Any]:
-    """The middleware list of the app, in pipeline order."""
+    """The stages of the pipeline, outermost first."""
     return [error_boundary, classify, *extra, authenticate, authorize]
+
+
+def compose(state: ApiState, extra: list[Any], final: Handler) -> Handler:
+    """One handler running every stage around ``final`` (aiohttp's middleware calling
+    convention, without its router: the low-level server calls this per request)."""
+    handler = final
+    for stage in reversed(stages(extra)):
+        handler = functools.partial(stage, handler=handler)
+
+    async def entry(request: web.BaseRequest) -> web.StreamResponse:
+        request[STATE] = state
+        return await handler(request)
+
+    return entry

@@ -15,7 +15,6 @@ import bisect
 import json
 import time
 from collections.abc import Mapping
-from typing import Any
 
 import attrs
 from aiohttp import web
@@ -110,7 +109,7 @@ def _int_param(query: Mapping[str, str], name: str) -> int | None:
 
 
 async def _wait_for_rv(state: ApiState, rv: int) -> None:
-    deadline = time.monotonic() + 3.0
+    deadline = time.monotonic() + state.config.future_rv_wait
     while state.store.rv < rv:
         if time.monotonic() > deadline:
             raise status.ApiStatusError(
@@ -210,7 +209,7 @@ def _truthy(query: Mapping[str, str], name: str) -> bool:
 
 
 async def watch(
-    request: web.Request,
+    request: web.BaseRequest,
     state: ApiState,
     rt: ResourceType,
     *,
@@ -271,21 +270,25 @@ async def watch(
             watcher.closed = True
             replay = []
         for ev in replay:
-            line = watcher.render(ev)
-            if line is not None:
-                initial.append(line)
+            chunk = watcher.render(ev)  # framed, like the live events that follow
+            if chunk is not None:
+                watcher.pending.append(chunk)
     watcher.start_rv = max(start_rv, state.store.rv)
     if not watcher.closed:
         state.hub.add(watcher)
     response = web.StreamResponse(headers={"Content-Type": wire.JSON})
     response.enable_chunked_encoding()
-    await response.prepare(request)
+    try:
+        await response.prepare(request)
+    except BaseException:  # the client went away (or was cancelled) before the stream began
+        state.hub.remove(watcher)
+        raise
 
     def bookmark() -> bytes:
         return bookmark_line(rt.kind, rt.group_version, state.store.rv)
 
     await serve_watch(
-        response,
+        request,
         watcher,
         state.hub,
         initial=initial,
@@ -300,7 +303,3 @@ async def watch(
 
 def object_key(rt: ResourceType, namespace: str, name: str) -> str:
     return f"{namespace}/{name}" if rt.namespaced else name
-
-
-def decode_json(raw: bytes) -> Any:
-    return json.loads(raw)

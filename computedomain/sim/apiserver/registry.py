@@ -13,6 +13,7 @@ Event APIs, field names, see :mod:`.conversion`).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Iterator
 
 import attrs
@@ -64,12 +65,12 @@ class ResourceType:
     def has_status(self) -> bool:
         return "status" in self.subresources
 
-    @property
+    @functools.cached_property
     def storage_key(self) -> tuple[str, str]:
         group = self.group if self.storage_group is None else self.storage_group
         return (group, self.plural)
 
-    @property
+    @functools.cached_property
     def qualified(self) -> str:
         """``plural.group`` as used in error messages (``pods``, ``leases.coordination.k8s.io``)."""
         return f"{self.plural}.{self.group}" if self.group else self.plural
@@ -87,6 +88,7 @@ class Registry:
     def __init__(self, builtins: Iterable[ResourceType] = ()) -> None:
         self._by_gvr: dict[tuple[str, str, str], ResourceType] = {}
         self._by_gvk: dict[tuple[str, str, str], ResourceType] = {}
+        self._versions: dict[tuple[str, str], tuple[ResourceType, ...]] = {}
         self.generation = 0  # bumped on every change; discovery caches key on it
         for rt in builtins:
             self.add(rt)
@@ -98,14 +100,21 @@ class Registry:
             self._by_gvk.pop((old.group, old.version, old.kind), None)
         self._by_gvr[(rt.group, rt.version, rt.plural)] = rt
         self._by_gvk[(rt.group, rt.version, rt.kind)] = rt
+        self._changed()
+
+    def _changed(self) -> None:
         self.generation += 1
+        versions: dict[tuple[str, str], list[ResourceType]] = {}
+        for rt in self._by_gvr.values():
+            versions.setdefault(rt.storage_key, []).append(rt)
+        self._versions = {k: tuple(v) for k, v in versions.items()}
 
     def remove(self, group: str, plural: str) -> None:
         """Stop serving every version of ``plural.group``; idempotent."""
         for key in [k for k in self._by_gvr if k[0] == group and k[2] == plural]:
             rt = self._by_gvr.pop(key)
             self._by_gvk.pop((rt.group, rt.version, rt.kind), None)
-        self.generation += 1
+        self._changed()
 
     def get(self, group: str, version: str, plural: str) -> ResourceType | None:
         return self._by_gvr.get((group, version, plural))
@@ -121,11 +130,15 @@ class Registry:
                 return rt
         return None
 
+    def versions(self, key: tuple[str, str]) -> tuple[ResourceType, ...]:
+        """Every served view of a storage key (all versions, converted views included)."""
+        return self._versions.get(key, ())
+
     def by_storage(self, key: tuple[str, str]) -> ResourceType | None:
         """The storage-version view of a storage key."""
         found = None
-        for rt in self._by_gvr.values():
-            if rt.storage_key == key and rt.conversion == "":
+        for rt in self._versions.get(key, ()):
+            if rt.conversion == "":
                 if not rt.storage_version or rt.storage_version == rt.version:
                     return rt
                 found = rt

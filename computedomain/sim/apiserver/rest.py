@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 from aiohttp import web
 
-from . import conversion, deletion, reads, status, subresources, tables, wire, writes
+from . import conversion, deletion, reads, reviews, status, subresources, tables, wire, writes
+from .pipeline import USER
 from .registry import ResourceType
 from .requestinfo import RequestInfo
 from .selectors import FieldSelector
@@ -29,6 +31,16 @@ def resolve(
     state: ApiState, info: RequestInfo
 ) -> tuple[ResourceType, ResourceType, conversion.View]:
     """(served resource, storage resource, view) for a request; 404 if not served."""
+    rt, srt, view = _resolve(state, info)
+    key = (rt.group, rt.version, rt.plural)
+    if rt.custom and key in state.default_on_read:
+        view = conversion.defaulting(view, state.schemas[key].default)
+    return rt, srt, view
+
+
+def _resolve(
+    state: ApiState, info: RequestInfo
+) -> tuple[ResourceType, ResourceType, conversion.View]:
     rt = state.registry.get(info.group, info.version, info.resource)
     if rt is None:
         raise not_found_generic()
@@ -39,14 +51,12 @@ def resolve(
         if storage is None:
             raise not_found_generic()
         return rt, storage, conversion.view_for(rt, storage)
-    if rt.custom:
-        versions = [r for r in state.registry if r.storage_key == rt.storage_key]
-        if len(versions) > 1:
-            return (
-                rt,
-                rt,
-                conversion.view_for(rt, versions[0] if versions[0] != rt else versions[-1]),
-            )
+    if rt.custom and rt.storage_version and rt.storage_version != rt.version:
+        # Objects are stored in the storage version (conversion strategy None: only the
+        # apiVersion differs), as kube-apiserver stores them.
+        storage = state.registry.get(rt.group, rt.storage_version, rt.plural)
+        storage = storage or attrs.evolve(rt, version=rt.storage_version)
+        return rt, storage, conversion.view_for(rt, storage)
     return rt, rt, conversion.IDENTITY
 
 
@@ -59,12 +69,9 @@ def _field_validation(query: Any) -> str:
     return str(value)
 
 
-def _reject_dry_run(query: Any) -> None:
-    if query.get("dryRun"):
-        raise status.bad_request("dryRun is not supported by this server")
-
-
-async def handle(request: web.Request, state: ApiState, info: RequestInfo) -> web.StreamResponse:
+async def handle(
+    request: web.BaseRequest, state: ApiState, info: RequestInfo
+) -> web.StreamResponse:
     """Serve one resource request; raises :class:`.status.ApiStatusError` on failure."""
     rt, srt, view = resolve(state, info)
     query = request.query
@@ -91,70 +98,82 @@ async def handle(request: web.Request, state: ApiState, info: RequestInfo) -> we
         return tables.respond_list(request, state, rt, body)
     if rt.namespaced and not ns and verb in ("create", "update", "patch", "delete"):
         raise not_found_generic()
+    if rt.group in reviews.REVIEW_GROUPS:
+        return reviews.handle(state, rt, request[USER], await _body_object(request, state))
     if verb == "create":
-        _reject_dry_run(query)
         obj = await _body_object(request, state)
-        obj = view.to_storage(obj) if view.id else obj
-        result = writes.create(
-            state, _write_rt(rt, srt), ns, obj, field_validation=_field_validation(query)
-        )
+        if view.id:
+            writes.check_kind(rt, obj)
+            obj = view.to_storage(obj)
+        with writes.dry_run(state, query):
+            result = writes.create(
+                state, _write_rt(rt, srt), ns, obj, field_validation=_field_validation(query)
+            )
         return wire.raw_response(view.render(result.entry.raw), 201, result.warnings)
     if verb == "update":
-        _reject_dry_run(query)
         obj = await _body_object(request, state)
-        obj = view.to_storage(obj) if view.id else obj
-        result = writes.update(
-            state, _write_rt(rt, srt), ns, info.name, obj, field_validation=_field_validation(query)
-        )
+        if view.id:
+            writes.check_kind(rt, obj)
+            obj = view.to_storage(obj)
+        with writes.dry_run(state, query):
+            result = writes.update(
+                state,
+                _write_rt(rt, srt),
+                ns,
+                info.name,
+                obj,
+                field_validation=_field_validation(query),
+            )
         return wire.raw_response(view.render(result.entry.raw), 200, result.warnings)
     if verb == "patch":
-        _reject_dry_run(query)
         body = await wire.read_body(request, state.config.max_body_bytes)
-        result = writes.patch(
-            state,
-            _write_rt(rt, srt),
-            ns,
-            info.name,
-            content_type=request.headers.get("Content-Type", ""),
-            body=body,
-            field_validation=_field_validation(query),
-        )
+        with writes.dry_run(state, query):
+            result = writes.patch(
+                state,
+                _write_rt(rt, srt),
+                ns,
+                info.name,
+                content_type=request.headers.get("Content-Type", ""),
+                body=body,
+                field_validation=_field_validation(query),
+                view=view,
+                served=rt,
+            )
         return wire.raw_response(view.render(result.entry.raw), 200, result.warnings)
     if verb == "delete":
-        _reject_dry_run(query)
         opts = await _delete_options(request, state)
-        res = deletion.delete(state, _write_rt(rt, srt), ns, info.name, opts)
+        with writes.dry_run(state, query):
+            res = deletion.delete(state, _write_rt(rt, srt), ns, info.name, opts)
         if res.deleted and not deletion.returns_object(rt):
             return wire.json_response(deletion.success_status(rt, res.entry))
         code = 202 if (not res.deleted and opts.orphan_dependents is False) else 200
         return wire.raw_response(view.render(res.entry.raw), code)
     if verb == "deletecollection":
-        _reject_dry_run(query)
         opts = await _delete_options(request, state)
         flt = reads.parse_filter(rt, ns if rt.namespaced and ns else None, query)
-        return wire.raw_response(
-            _delete_collection(state, rt, srt=srt, view=view, flt=flt, opts=opts)
-        )
+        with writes.dry_run(state, query):
+            body = _delete_collection(state, rt, srt=srt, view=view, flt=flt, opts=opts)
+        return wire.raw_response(body)
     raise status.method_not_allowed(
         "the server does not allow this method on the requested resource"
     )
 
 
 def _write_rt(rt: ResourceType, srt: ResourceType) -> ResourceType:
-    """The resource type writes are checked against (the storage one for converted views)."""
-    return srt if rt.conversion else rt
+    """The resource type writes are checked against: the storage one for converted views."""
+    return srt
 
 
 def _name_pin(flt: reads.Filter, name: str) -> FieldSelector:
     return FieldSelector((*flt.fields.terms, ("metadata.name", "=", name)))
 
 
-async def _body_object(request: web.Request, state: ApiState) -> dict[str, Any]:
+async def _body_object(request: web.BaseRequest, state: ApiState) -> dict[str, Any]:
     body = await wire.read_body(request, state.config.max_body_bytes)
     return wire.decode_object(body, request.headers.get("Content-Type", ""))
 
 
-async def _delete_options(request: web.Request, state: ApiState) -> deletion.DeleteOptions:
+async def _delete_options(request: web.BaseRequest, state: ApiState) -> deletion.DeleteOptions:
     body = await wire.read_body(request, state.config.max_body_bytes)
     data: Any = None
     if body.strip():

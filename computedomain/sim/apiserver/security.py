@@ -10,13 +10,13 @@ allowed), which is also the behaviour with ``rbac=False``.
 
 from __future__ import annotations
 
-import importlib
 import os
 import secrets
 from pathlib import Path
 from typing import Any
 
-from . import status
+from . import authn, status
+from . import rbac as rbac_mod
 from .requestinfo import RequestInfo
 from .state import ApiState
 from .store import Event
@@ -26,13 +26,6 @@ ADMIN_USER = "admin"
 MASTERS = "system:masters"
 ANONYMOUS = "system:anonymous"
 UNAUTHENTICATED = "system:unauthenticated"
-
-
-def _module(name: str) -> Any:
-    try:
-        return importlib.import_module(f"computedomain.sim.apiserver.{name}")
-    except ImportError:
-        return None
 
 
 def _signing_key(data_dir: Path | None) -> bytes | None:
@@ -58,9 +51,6 @@ def _signing_key(data_dir: Path | None) -> bytes | None:
 
 def build(state: ApiState, *, admin_token: str, rbac: bool, data_dir: Path | None) -> None:
     """Install the authenticator and (with ``rbac``) the authorizer on ``state``."""
-    authn = _module("authn")
-    if authn is None:
-        return
 
     def sa_lookup(namespace: str, name: str) -> str | None:
         entry = state.store.get(("", "serviceaccounts"), f"{namespace}/{name}")
@@ -72,8 +62,7 @@ def build(state: ApiState, *, admin_token: str, rbac: bool, data_dir: Path | Non
     state.authenticator.add_static_token(
         admin_token, authn.UserInfo(name=ADMIN_USER, uid="admin", groups=(MASTERS,))
     )
-    rbac_mod = _module("rbac") if rbac else None
-    if rbac_mod is None:
+    if not rbac:
         return
 
     def lister(group: str, plural: str) -> list[dict[str, Any]]:
@@ -96,7 +85,7 @@ def build(state: ApiState, *, admin_token: str, rbac: bool, data_dir: Path | Non
     state.config.require_auth = True
 
 
-def authenticate(state: ApiState, header: str) -> Any:
+def authenticate(state: ApiState, header: str) -> authn.UserInfo | None:
     """The user of a request (None when the server runs without authentication)."""
     if state.authenticator is None:
         return None
@@ -104,7 +93,6 @@ def authenticate(state: ApiState, header: str) -> Any:
     if not token:
         if state.config.require_auth:
             raise status.unauthorized()
-        authn = _module("authn")
         return authn.UserInfo(name=ANONYMOUS, groups=(UNAUTHENTICATED,))
     user = state.authenticator.authenticate(token)
     if user is None:
@@ -112,11 +100,10 @@ def authenticate(state: ApiState, header: str) -> Any:
     return user
 
 
-def authorize(state: ApiState, user: Any, info: RequestInfo) -> None:
+def authorize(state: ApiState, user: authn.UserInfo | None, info: RequestInfo) -> None:
     """Raise 403 unless the authorizer allows the request (no-op without one)."""
     if state.authorizer is None or user is None:
         return
-    rbac_mod = _module("rbac")
     attrs = rbac_mod.RequestAttributes(
         user=user,
         verb=info.verb,

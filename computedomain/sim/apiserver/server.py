@@ -14,13 +14,21 @@ Usage::
 
     with EmbeddedApiServer().start_in_thread() as thread:  # from sync code
         thread.server.url
+
+Options: ``rbac=True`` authenticates (401 without a valid token) and authorizes every
+request; ``tls=True`` serves HTTPS with a self-signed certificate written into the kubeconfig
+(needed for kubectl and client-go, which send tokens only over TLS; the Python client sends
+them over HTTP too); ``data_dir`` keeps objects, the resourceVersion counter, the token
+signing key and the certificate across restarts; ``event_window`` is how many events per
+resource a watch can resume from; ``config`` (:class:`.state.ServerConfig`) tunes bookmarks,
+watch timeouts and limits; ``stages`` adds pipeline stages (see :mod:`.pipeline`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
-import importlib
 import json
 import logging
 import secrets
@@ -40,27 +48,14 @@ from .gc import Collector
 from .kinds import BUILTINS
 from .persistence import SqlitePersistence
 from .registry import Registry
-from .state import ApiState, PassThroughSchema, Schema, SchemaCompiler, ServerConfig
+from .schema import StructuralSchema
+from .state import ApiState, SchemaCompiler, ServerConfig
 from .store import Entry, Store
+from .tls import ServingCert, serving_cert
 from .watch import WatchHub
 
 log = logging.getLogger(__name__)
 BOOT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
-
-
-def default_schema_compiler() -> SchemaCompiler:
-    """The structural-schema compiler of :mod:`.schema`, or accept-all when it is absent."""
-    try:
-        module = importlib.import_module("computedomain.sim.apiserver.schema")
-    except ImportError:
-        return lambda schema: PassThroughSchema()
-    compile_fn = module.StructuralSchema.compile
-
-    def compile_schema(schema: dict[str, Any]) -> Schema:
-        compiled: Schema = compile_fn(schema)
-        return compiled
-
-    return compile_schema
 
 
 class EmbeddedApiServer:
@@ -78,6 +73,7 @@ class EmbeddedApiServer:
         stages: Sequence[Any] = (),
         compile_schema: SchemaCompiler | None = None,
         admin_token: str | None = None,
+        tls: bool = False,
     ) -> None:
         self.host = host
         self.port = port
@@ -87,19 +83,24 @@ class EmbeddedApiServer:
         self.config = config or ServerConfig()
         self.config.rbac = rbac
         self.stages = list(stages)
-        self.compile_schema = compile_schema or default_schema_compiler()
+        self.compile_schema: SchemaCompiler = compile_schema or StructuralSchema.compile
         self.admin_token = admin_token or secrets.token_urlsafe(32)
         self.state: ApiState | None = None
-        self._runner: web.AppRunner | None = None
+        self._runner: web.ServerRunner | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._persistence: SqlitePersistence | None = None
+        self.collector: Collector | None = None
         self.url = ""
+        self.tls = tls  # HTTPS; kubectl/client-go send tokens only over TLS (see tls.py)
+        self.serving_cert: ServingCert | None = None
 
     # ----------------------------------------------------------------- lifecycle
 
-    async def start(self) -> None:
-        """Load or create the store, start the controllers and listen. Raises
-        :class:`.persistence.CorruptStoreError` for a data directory that cannot be read."""
+    def build(self) -> ApiState:
+        """Load or create the store and wire the controllers, without listening or starting
+        tasks (``start`` does both; tests of the semantics may drive ``collector.step()``
+        themselves). Raises :class:`.persistence.CorruptStoreError` for a data directory that
+        cannot be read."""
         store = Store(event_window=self.event_window)
         state = ApiState(
             registry=Registry(BUILTINS),
@@ -114,8 +115,7 @@ class EmbeddedApiServer:
             self.data_dir.mkdir(parents=True, exist_ok=True)
             self._persistence = SqlitePersistence(self.data_dir / "store.sqlite")
             _load(state, crds, self._persistence)
-        collector = Collector(state, crds)
-        state.gc_notify = lambda skey, key: None
+        collector = self.collector = Collector(state, crds)
         state.namespace_notify = collector.notify_namespace
         if self._persistence is not None:
             store.listeners.append(self._persistence.on_event)
@@ -123,16 +123,29 @@ class EmbeddedApiServer:
         security.build(state, admin_token=self.admin_token, rbac=self.rbac, data_dir=self.data_dir)
         self._bootstrap(state)
         collector.prime()
-        self._tasks.append(asyncio.create_task(collector.run(), name="apiserver-gc"))
-        application = app_module.build(state, self.stages)
-        self._runner = web.AppRunner(application, access_log=None, handle_signals=False)
+        return state
+
+    async def start(self) -> None:
+        """Build the state (see :meth:`build`), start the controllers and listen."""
+        state = self.build()
+        assert self.collector is not None
+        self._tasks.append(asyncio.create_task(self.collector.run(), name="apiserver-gc"))
+        self._runner = web.ServerRunner(app_module.build(state, self.stages), handle_signals=False)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port, reuse_address=True)
+        ssl_context = None
+        if self.tls:
+            self.serving_cert = serving_cert(self.data_dir, self.host)
+            ssl_context = self.serving_cert.context()
+        site = web.TCPSite(
+            self._runner, self.host, self.port, reuse_address=True, ssl_context=ssl_context
+        )
         await site.start()
         sockets = getattr(site._server, "sockets", None)  # the port bound for port=0
         assert sockets
         self.port = int(sockets[0].getsockname()[1])
-        self.url = f"http://{self.host}:{self.port}"
+        scheme = "https" if self.tls else "http"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        self.url = f"{scheme}://{host}:{self.port}"
         log.info("embedded API server listening on %s", self.url)
 
     def _bootstrap(self, state: ApiState) -> None:
@@ -181,7 +194,7 @@ class EmbeddedApiServer:
         config = {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": "computedomain-sim", "cluster": {"server": self.url}}],
+            "clusters": [{"name": "computedomain-sim", "cluster": self._cluster_entry()}],
             "users": [{"name": user, "user": {"token": token or self.admin_token}}],
             "contexts": [
                 {
@@ -202,6 +215,14 @@ class EmbeddedApiServer:
         tmp.chmod(0o600)
         tmp.replace(path)
         return path
+
+    def _cluster_entry(self) -> dict[str, Any]:
+        entry: dict[str, Any] = {"server": self.url}
+        if self.serving_cert is not None:
+            entry["certificate-authority-data"] = base64.b64encode(
+                self.serving_cert.cert_pem
+            ).decode()
+        return entry
 
     async def install_crds(self, paths: Iterable[Path]) -> list[str]:
         """Create (or replace) every CustomResourceDefinition in the YAML files ``paths``

@@ -14,6 +14,8 @@ from typing import Any, Protocol
 
 import attrs
 
+from .authn import Authenticator
+from .rbac import RBACAuthorizer
 from .registry import Registry
 from .status import FieldCause
 from .store import Store
@@ -25,9 +27,11 @@ class Schema(Protocol):
 
     def default(self, obj: dict[str, Any]) -> dict[str, Any]: ...
 
-    def prune(self, obj: dict[str, Any]) -> dict[str, Any]: ...
+    def prune(self, obj: dict[str, Any], *, unknown: list[str] | None = None) -> dict[str, Any]: ...
 
-    def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldCause]: ...
+    def validate(
+        self, obj: dict[str, Any], old: dict[str, Any] | None, *, subresource: str = ""
+    ) -> list[FieldCause]: ...
 
 
 class PassThroughSchema:
@@ -37,14 +41,16 @@ class PassThroughSchema:
     def default(self, obj: dict[str, Any]) -> dict[str, Any]:
         return obj
 
-    def prune(self, obj: dict[str, Any]) -> dict[str, Any]:
+    def prune(self, obj: dict[str, Any], *, unknown: list[str] | None = None) -> dict[str, Any]:
         return obj
 
-    def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldCause]:
+    def validate(
+        self, obj: dict[str, Any], old: dict[str, Any] | None, *, subresource: str = ""
+    ) -> list[FieldCause]:
         return []
 
 
-SchemaCompiler = Callable[[dict[str, Any]], Schema]
+SchemaCompiler = Callable[..., Schema]  # (openAPIV3Schema, *, path=...) -> Schema
 
 
 def utcnow() -> dt.datetime:
@@ -60,6 +66,8 @@ class ServerConfig:
     default_watch_timeout: float = 1800.0
     max_watch_pending: int = 20_000
     gc_interval: float = 0.05  # how often the garbage collector drains its queue
+    # How long a list waits for a resourceVersion newer than the store's before a 504.
+    future_rv_wait: float = 3.0
     rbac: bool = False
     require_auth: bool = False
 
@@ -75,10 +83,13 @@ class ApiState:
     stopping: asyncio.Event = attrs.field(factory=asyncio.Event)
     # (group, version, plural) -> compiled schema of a CRD-served version
     schemas: dict[tuple[str, str, str], Schema] = attrs.field(factory=dict)
-    # Called with (storage key, object key) of every object the GC should look at.
-    gc_notify: Callable[[tuple[str, str], str], None] = lambda skey, key: None
+    # CRD versions whose schema changed while objects were stored: defaulted on every read,
+    # as kube-apiserver defaults stored objects when it decodes them.
+    default_on_read: set[tuple[str, str, str]] = attrs.field(factory=set)
     # Objects whose "kubernetes" namespace finalizer the namespace controller must process.
     namespace_notify: Callable[[str], None] = lambda name: None
-    # Authentication/authorization hooks (None: everything allowed, see pipeline.py).
-    authenticator: Any = None
-    authorizer: Any = None
+    # True only inside one synchronous dry-run write (see rest.dry_run and writes.commit).
+    dry_run: bool = False
+    # Authentication/authorization (None: open server, see security.py).
+    authenticator: Authenticator | None = None
+    authorizer: RBACAuthorizer | None = None

@@ -83,7 +83,8 @@ class Event:
         self.skey = skey
         self.new = new
         self.prev = prev
-        self.cache: dict[Any, bytes] = {}  # watch lines, rendered once per (type, view)
+        # Watch chunks, rendered once per (type, view); created by the first watcher.
+        self.cache: dict[Any, bytes] | None = None
 
 
 class TooOldError(Exception):

@@ -6,7 +6,6 @@ Called by :mod:`.rest`; uses :mod:`.writes` and :mod:`.deletion` for the actual 
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Any
 
 from aiohttp import web
@@ -22,7 +21,7 @@ def _success(code: int = 201) -> dict[str, Any]:
 
 
 async def handle(
-    request: web.Request,
+    request: web.BaseRequest,
     state: ApiState,
     info: RequestInfo,
     *,
@@ -42,20 +41,29 @@ async def handle(
         if method == "PUT":
             body = await wire.read_body(request, state.config.max_body_bytes)
             obj = wire.decode_object(body, request.headers.get("Content-Type", ""))
-            res = writes.update(state, rt, ns, info.name, obj, subresource="status")
+            if view.id:
+                writes.check_kind(rt, obj)
+                obj = view.to_storage(obj)
+            with writes.dry_run(state, query):
+                res = writes.update(state, srt, ns, info.name, obj, subresource="status")
             return wire.raw_response(view.render(res.entry.raw), 200, res.warnings)
         if method == "PATCH":
             body = await wire.read_body(request, state.config.max_body_bytes)
-            res = writes.patch(
-                state,
-                rt,
-                ns,
-                info.name,
-                content_type=request.headers.get("Content-Type", ""),
-                body=body,
-                subresource="status",
-            )
+            with writes.dry_run(state, query):
+                res = writes.patch(
+                    state,
+                    srt,
+                    ns,
+                    info.name,
+                    content_type=request.headers.get("Content-Type", ""),
+                    body=body,
+                    subresource="status",
+                    view=view,
+                    served=rt,
+                )
             return wire.raw_response(view.render(res.entry.raw), 200, res.warnings)
+    elif query.get("dryRun"):
+        raise status.bad_request(f"dryRun is not supported for {rt.plural}/{sub}")
     elif method == "POST" and sub == "binding":
         obj = await _body(request, state)
         _bind(state, rt, ns, info.name, obj)
@@ -76,7 +84,7 @@ async def handle(
     )
 
 
-async def _body(request: web.Request, state: ApiState) -> dict[str, Any]:
+async def _body(request: web.BaseRequest, state: ApiState) -> dict[str, Any]:
     raw = await wire.read_body(request, state.config.max_body_bytes)
     return wire.decode_object(raw, request.headers.get("Content-Type", ""))
 
@@ -137,14 +145,24 @@ def _token(
             ],
         )
     audiences = spec.get("audiences") or []
+    if not isinstance(audiences, list) or not all(isinstance(a, str) for a in audiences):
+        raise status.invalid(
+            "TokenRequest",
+            "authentication.k8s.io",
+            name,
+            [status.invalid_value("spec.audiences", audiences, "must be a list of strings")],
+        )
     issuer = state.authenticator
-    if issuer is None or not hasattr(issuer, "issue_service_account_token"):
+    if issuer is None:
         raise status.service_unavailable("token issuing is not configured on this server")
     token, expires = issuer.issue_service_account_token(
-        ns, name, sa.uid, expiration, tuple(audiences)
+        ns,
+        name,
+        sa.uid,
+        expiration_seconds=expiration,
+        audiences=tuple(audiences),
+        pod=_bound_pod(state, ns, spec.get("boundObjectRef")),
     )
-    if not isinstance(expires, dt.datetime):
-        expires = state.clock() + dt.timedelta(seconds=expiration)
     return {
         "kind": "TokenRequest",
         "apiVersion": "authentication.k8s.io/v1",
@@ -156,6 +174,17 @@ def _token(
         },
         "status": {"token": token, "expirationTimestamp": objects.rfc3339(expires)},
     }
+
+
+def _bound_pod(state: ApiState, ns: str, ref: Any) -> tuple[str, str] | None:
+    """(name, uid) of the pod a token is bound to; 404 for a pod that does not exist."""
+    if not isinstance(ref, dict) or ref.get("kind") != "Pod":
+        return None
+    pod_name = str(ref.get("name", ""))
+    entry = state.store.get(("", "pods"), f"{ns}/{pod_name}")
+    if entry is None or (ref.get("uid") and ref.get("uid") != entry.uid):
+        raise status.not_found("pods", "", pod_name)
+    return (pod_name, entry.uid)
 
 
 def _finalize(state: ApiState, rt: ResourceType, name: str, body: dict[str, Any]) -> Any:

@@ -25,7 +25,7 @@ TABLE_TYPE = "application/json;as=Table;v=v1;g=meta.k8s.io"
 Row = Callable[[dict[str, Any], dt.datetime], list[Any]]
 
 
-def wants_table(request: web.Request) -> bool:
+def wants_table(request: web.BaseRequest) -> bool:
     accept = request.headers.get("Accept", "")
     for part in accept.split(","):
         params = {p.strip() for p in part.split(";")[1:]}
@@ -131,7 +131,81 @@ def _daemonset(obj: dict[str, Any], now: dt.datetime) -> list[Any]:
     ]  # fmt: skip
 
 
+def _since(obj: dict[str, Any], value: Any, now: dt.datetime) -> str:
+    t = objects.parse_time(str(value or ""))
+    return _age(obj, now) if t is None else human_duration((now - t).total_seconds())
+
+
+def _event(obj: dict[str, Any], now: dt.datetime) -> list[Any]:
+    inv = obj.get("involvedObject") or {}
+    seen = obj.get("lastTimestamp") or obj.get("eventTime")
+    target = f"{str(inv.get('kind', '')).lower()}/{inv.get('name', '')}"
+    return [_since(obj, seen, now), obj.get("type", ""), obj.get("reason", ""), target,
+            obj.get("message", "")]  # fmt: skip
+
+
+def _claim(obj: dict[str, Any], now: dt.datetime) -> list[Any]:
+    st = obj.get("status") or {}
+    state = [
+        word
+        for word, present in (
+            ("deleted", (obj.get("metadata") or {}).get("deletionTimestamp")),
+            ("allocated", st.get("allocation")),
+            ("reserved", st.get("reservedFor")),
+        )
+        if present
+    ]
+    return [obj["metadata"]["name"], ",".join(state) or "pending", _age(obj, now)]
+
+
+def _slice(obj: dict[str, Any], now: dt.datetime) -> list[Any]:
+    spec = obj.get("spec") or {}
+    return [obj["metadata"]["name"], spec.get("nodeName") or "<none>", spec.get("driver", ""),
+            (spec.get("pool") or {}).get("name", ""), _age(obj, now)]  # fmt: skip
+
+
+def _lease(obj: dict[str, Any], now: dt.datetime) -> list[Any]:
+    holder = (obj.get("spec") or {}).get("holderIdentity") or ""
+    return [obj["metadata"]["name"], holder, _age(obj, now)]
+
+
+def _configmap(obj: dict[str, Any], now: dt.datetime) -> list[Any]:
+    count = len(obj.get("data") or {}) + len(obj.get("binaryData") or {})
+    return [obj["metadata"]["name"], count, _age(obj, now)]
+
+
+def _secret(obj: dict[str, Any], now: dt.datetime) -> list[Any]:
+    return [obj["metadata"]["name"], obj.get("type", ""), len(obj.get("data") or {}),
+            _age(obj, now)]  # fmt: skip
+
+
+def _crd(obj: dict[str, Any], now: dt.datetime) -> list[Any]:
+    return [obj["metadata"]["name"], obj["metadata"].get("creationTimestamp", "")]
+
+
 _BUILTIN: dict[tuple[str, str], tuple[list[dict[str, Any]], Row]] = {
+    ("", "events"): (
+        [_col("Last Seen"), _col("Type"), _col("Reason"), _col("Object"), _col("Message")],
+        _event,
+    ),
+    ("resource.k8s.io", "resourceclaims"): (
+        [_col("Name", fmt="name"), _col("State"), _col("Age")], _claim,
+    ),
+    ("resource.k8s.io", "resourceslices"): (
+        [_col("Name", fmt="name"), _col("Node"), _col("Driver"), _col("Pool"), _col("Age")],
+        _slice,
+    ),
+    ("coordination.k8s.io", "leases"): (
+        [_col("Name", fmt="name"), _col("Holder"), _col("Age")], _lease,
+    ),
+    ("", "configmaps"): ([_col("Name", fmt="name"), _col("Data", "integer"), _col("Age")],
+                         _configmap),
+    ("", "secrets"): (
+        [_col("Name", fmt="name"), _col("Type"), _col("Data", "integer"), _col("Age")], _secret,
+    ),
+    ("apiextensions.k8s.io", "customresourcedefinitions"): (
+        [_col("Name", fmt="name"), _col("Created At", "date")], _crd,
+    ),
     ("", "pods"): (
         [_col("Name", fmt="name"), _col("Ready"), _col("Status"), _col("Restarts", "integer"),
          _col("Age"), _col("IP", priority=1), _col("Node", priority=1),
@@ -211,7 +285,7 @@ def _partial(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def _table(
-    request: web.Request,
+    request: web.BaseRequest,
     state: ApiState,
     rt: ResourceType,
     items: list[dict[str, Any]],
@@ -242,7 +316,7 @@ def _table(
 
 
 def respond_object(
-    request: web.Request, state: ApiState, rt: ResourceType, raw: bytes
+    request: web.BaseRequest, state: ApiState, rt: ResourceType, raw: bytes
 ) -> web.Response:
     if not wants_table(request):
         return wire.raw_response(raw)
@@ -253,7 +327,7 @@ def respond_object(
 
 
 def respond_list(
-    request: web.Request, state: ApiState, rt: ResourceType, body: bytes
+    request: web.BaseRequest, state: ApiState, rt: ResourceType, body: bytes
 ) -> web.Response:
     if not wants_table(request):
         return wire.raw_response(body)

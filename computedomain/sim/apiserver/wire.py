@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from . import status
+from . import protobuf, status
 from .store import dumps
 
 JSON = "application/json"
@@ -22,7 +22,7 @@ _YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml")
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-async def read_body(request: web.Request, limit: int) -> bytes:
+async def read_body(request: web.BaseRequest, limit: int) -> bytes:
     """The whole request body; 413 once it exceeds ``limit`` bytes."""
     declared = request.content_length
     if declared is not None and declared > limit:
@@ -48,6 +48,11 @@ def decode(body: bytes, content_type: str) -> Any:
             return yaml.load(body, Loader=_YAML_LOADER)
         except yaml.YAMLError as exc:
             raise status.bad_request(f"error converting YAML to JSON: {exc}") from None
+    if media == protobuf.MEDIA_TYPE:
+        try:
+            return protobuf.decode(body)
+        except protobuf.ProtobufError as exc:
+            raise status.ApiStatusError(415, "UnsupportedMediaType", str(exc)) from None
     if media not in ("", JSON, "*/*") and not media.endswith("+json"):
         raise status.unsupported_media_type(content_type, [JSON, "application/yaml"])
     try:

@@ -1,6 +1,7 @@
 """Create, update (incl. the status subresource) and patch, with kube-apiserver semantics.
 
 Called by :mod:`.rest` (HTTP) and by in-process controllers (:mod:`.gc`, :mod:`.crds`).
+Functions take ownership of the object dicts they are given (they fill in and store them).
 Every function here is synchronous: the read of the current object, the checks and the
 commit happen without an await in between, which makes the resourceVersion precondition a
 real compare-and-swap. Errors are :class:`.status.ApiStatusError`.
@@ -14,15 +15,18 @@ last finalizer of an object being deleted (with no grace period left) deletes it
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import attrs
 
-from . import admission, objects, patching, status
+from . import admission, conversion, objects, patching, status
+from .crds import CRD_KEY
 from .registry import ResourceType
 from .state import ApiState
-from .store import Entry, Event
+from .store import Entry, Event, dumps
 
 _SERVER_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds")
 
@@ -36,7 +40,13 @@ class WriteResult:
 
 
 def commit(state: ApiState, rt: ResourceType, key: str, obj: dict[str, Any] | None) -> Event:
-    """Store ``obj`` (None: remove) and tell the garbage collector; not idempotent."""
+    """Store ``obj`` (None: remove) with fresh index values; not idempotent.
+
+    In dry-run mode (``state.dry_run``, set around one synchronous write) nothing is stored:
+    the returned event describes what would have been, with the current resourceVersion.
+    """
+    if state.dry_run:
+        return _dry_commit(state, rt, key, obj)
     if obj is None:
         ev = state.store.commit(rt.storage_key, key, None)
     else:
@@ -44,8 +54,38 @@ def commit(state: ApiState, rt: ResourceType, key: str, obj: dict[str, Any] | No
         ev = state.store.commit(
             rt.storage_key, key, obj, labels=labels, fields=fields, owners=owners
         )
-    state.gc_notify(rt.storage_key, key)
     return ev
+
+
+@contextlib.contextmanager
+def dry_run(state: ApiState, query: Any) -> Iterator[None]:
+    """Run the (synchronous) write inside in dry-run mode when ``dryRun=All`` was asked:
+    every check runs, nothing is stored (see :func:`.writes.commit`)."""
+    values = query.getall("dryRun", []) if hasattr(query, "getall") else []
+    for value in values:
+        if value != "All":
+            raise status.invalid(
+                "DryRun", "", "", [status.not_supported("dryRun", value, ("All",))]
+            )
+    state.dry_run = bool(values)
+    try:
+        yield
+    finally:
+        state.dry_run = False
+
+
+def _dry_commit(state: ApiState, rt: ResourceType, key: str, obj: dict[str, Any] | None) -> Event:
+    prev = state.store.get(rt.storage_key, key)
+    if obj is None:
+        assert prev is not None
+        return Event(state.store.rv, "DELETED", rt.storage_key, prev, prev)
+    meta = obj.get("metadata") or {}
+    if prev is None:
+        meta.pop("resourceVersion", None)  # a dry-run create has no version yet
+    labels, fields, owners = objects.index_values(rt, obj)
+    uid = str(meta.get("uid", ""))
+    entry = Entry(key, dumps(obj), prev.rv if prev else 0, uid, labels, fields, owners)
+    return Event(state.store.rv, "MODIFIED" if prev else "ADDED", rt.storage_key, entry, prev)
 
 
 def check_kind(rt: ResourceType, obj: dict[str, Any]) -> None:
@@ -144,6 +184,12 @@ def create(
     assert isinstance(name, str)
     if rt.namespaced:
         _check_namespace(state, rt, namespace, name)
+    if rt.custom:
+        crd = state.store.get(CRD_KEY, f"{rt.plural}.{rt.group}")
+        if crd is not None and b'"deletionTimestamp"' in crd.raw:
+            raise status.method_not_allowed(
+                "create not allowed while custom resource definition is terminating"
+            )
     key = objects.key_of(namespace, name)
     if state.store.get(rt.storage_key, key) is not None:
         raise status.already_exists(rt.plural, rt.group, name)
@@ -238,6 +284,7 @@ def replace(
     if "generation" in om:
         meta["generation"] = om["generation"]
     obj, unknown = admission.mutate(state, rt, obj, create=False)
+    meta = obj["metadata"]  # mutation may have produced new dicts
     warnings = _field_validation(rt, unknown, field_validation)
     if "generation" in om and objects.spec_view(rt, obj) != objects.spec_view(rt, old):
         meta["generation"] = int(om["generation"]) + 1
@@ -295,13 +342,24 @@ def patch(
     body: bytes,
     subresource: str = "",
     field_validation: str = "Warn",
+    view: conversion.View = conversion.IDENTITY,
+    served: ResourceType | None = None,
 ) -> WriteResult:
-    """Apply a merge/JSON/strategic-merge patch to the current object."""
+    """Apply a merge/JSON/strategic-merge patch to the current object.
+
+    ``rt`` is the storage resource; with a version ``view`` the patch applies to the object
+    as ``served`` (the requested resource) shows it, as clients wrote it against that form.
+    """
     current = get_current(state, rt, namespace, name)
     old = current.decode()
-    new = patching.apply_patch(rt, content_type, old, body)
+    shown = view.to_view(current.decode()) if view.id else old
+    new = patching.apply_patch(served or rt, content_type, shown, body)
     if not isinstance(new, dict):
         raise status.bad_request("the patch produced something that is not an object")
+    if view.id:
+        if new.get("apiVersion") != shown.get("apiVersion"):
+            raise status.bad_request("apiVersion cannot be changed by a patch")
+        new = view.to_storage(new)
     nm = new.get("metadata")
     if not isinstance(nm, dict):
         raise status.bad_request("metadata must be an object")

@@ -4,6 +4,7 @@ bookmarks, 410 Gone then relist, selector transitions, initial events, timeouts.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -208,3 +209,42 @@ def test_send_initial_events_ends_with_marked_bookmark(
     assert (first["type"], first["object"]["metadata"]["name"]) == ("ADDED", "i1")
     assert second["type"] == "BOOKMARK"
     assert second["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
+
+
+def test_continue_token_expires_with_the_window(
+    api_client: client.ApiClient, namespace: str
+) -> None:
+    core = client.CoreV1Api(api_client)
+    for name in ("k1", "k2"):
+        core.create_namespaced_config_map(namespace, _cm(name))
+    first = core.list_namespaced_config_map(namespace, limit=1)
+    for i in range(WINDOW + 2):
+        core.patch_namespaced_config_map("k2", namespace, {"data": {"v": str(i)}})
+    with pytest.raises(client.ApiException) as exc:
+        core.list_namespaced_config_map(namespace, limit=1, _continue=first.metadata._continue)
+    assert exc.value.status == 410
+    message = json.loads(exc.value.body)["message"]
+    assert message.startswith("The provided continue parameter is too old")
+
+
+def test_watch_of_a_client_that_went_away_ends(
+    apiserver: testing.RunningServer, namespace: str
+) -> None:
+    assert apiserver.server.state is not None
+    hub = apiserver.server.state.hub
+    before = hub.count()
+    resp = requests.get(
+        f"{apiserver.url}/api/v1/namespaces/{namespace}/configmaps",
+        params={"watch": "true", "resourceVersion": "0"},
+        headers={"Authorization": f"Bearer {apiserver.token}"},
+        stream=True,
+        timeout=5,
+    )
+    deadline = time.monotonic() + 5
+    while hub.count() == before:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    resp.close()
+    while hub.count() != before:
+        assert time.monotonic() < deadline, "the watch outlived its client"
+        time.sleep(0.01)

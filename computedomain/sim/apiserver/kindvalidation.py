@@ -1,0 +1,196 @@
+"""Validation of the built-in kinds our components write, with kube-apiserver's rules and
+wording for the mistakes that matter: pods without containers or images, pod spec changes
+beyond what a running pod allows, DaemonSet/Deployment selectors that do not match their
+template (or change), immutable ResourceClaim and ResourceClaimTemplate specs, immutable
+ConfigMaps and Secrets, a binding's roleRef changing.
+
+A lax server would let a controller bug pass every test; these checks make it fail the way it
+would on a real cluster. Called by :mod:`.admission` for built-in kinds; pure; returns field
+causes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from typing import Any
+
+from .status import FieldCause, forbidden_field, invalid_value, required
+from .validation import label_errors
+
+Obj = dict[str, Any]
+Check = Callable[[Obj, Obj | None], list[FieldCause]]
+
+_CONFIG_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
+_POD_UPDATE = (
+    "pod updates may not change fields other than `spec.containers[*].image`,"
+    "`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only "
+    "additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be "
+    "set to 1 if it was previously negative)"
+)
+
+
+def _go_map(value: Any) -> str:
+    if not isinstance(value, dict):
+        return json.dumps(value)
+    inner = ", ".join(f'"{k}":"{v}"' for k, v in sorted(value.items()))
+    return "map[string]string{" + inner + "}"
+
+
+def _containers(spec: Obj, field: str, path: str, need: bool) -> list[FieldCause]:
+    items = spec.get(field)
+    if items is None or items == []:
+        return [required(f"{path}.{field}")] if need else []
+    if not isinstance(items, list):
+        return [invalid_value(f"{path}.{field}", items, "must be a list")]
+    causes: list[FieldCause] = []
+    seen: set[str] = set()
+    for i, c in enumerate(items):
+        cpath = f"{path}.{field}[{i}]"
+        if not isinstance(c, dict):
+            causes.append(invalid_value(cpath, c, "must be an object"))
+            continue
+        name = c.get("name")
+        if not isinstance(name, str) or not name:
+            causes.append(required(f"{cpath}.name"))
+        else:
+            causes += [invalid_value(f"{cpath}.name", name, e) for e in label_errors(name)]
+            if name in seen:
+                causes.append(FieldCause("FieldValueDuplicate", f"{cpath}.name",
+                                         f'Duplicate value: "{name}"'))  # fmt: skip
+            seen.add(name)
+        if not c.get("image"):
+            causes.append(required(f"{cpath}.image"))
+    return causes
+
+
+def _pod_spec(spec: Any, path: str) -> list[FieldCause]:
+    if not isinstance(spec, dict):
+        return [required(path)]
+    return _containers(spec, "containers", path, True) + _containers(
+        spec, "initContainers", path, False
+    )
+
+
+def _mutable_pod_spec(spec: Obj) -> Obj:
+    """The spec with everything a pod update may change blanked out."""
+    out: Obj = json.loads(json.dumps(spec))
+    for field in ("containers", "initContainers"):
+        for c in out.get(field) or ():
+            if isinstance(c, dict):
+                c.pop("image", None)
+    for field in ("activeDeadlineSeconds", "tolerations", "terminationGracePeriodSeconds",
+                  "schedulingGates"):  # fmt: skip
+        out.pop(field, None)
+    return out
+
+
+def pod(new: Obj, old: Obj | None) -> list[FieldCause]:
+    causes = _pod_spec(new.get("spec"), "spec")
+    if (
+        old is not None
+        and not causes
+        and _mutable_pod_spec(new.get("spec") or {}) != _mutable_pod_spec(old.get("spec") or {})
+    ):
+        causes.append(forbidden_field("spec", _POD_UPDATE))
+    return causes
+
+
+def _selector_workload(new: Obj, old: Obj | None) -> list[FieldCause]:
+    spec = new.get("spec")
+    if not isinstance(spec, dict):
+        return [required("spec")]
+    causes: list[FieldCause] = []
+    selector = spec.get("selector")
+    template = spec.get("template") if isinstance(spec.get("template"), dict) else {}
+    assert isinstance(template, dict)
+    labels = (template.get("metadata") or {}).get("labels") or {}
+    if not isinstance(selector, dict) or not (
+        selector.get("matchLabels") or selector.get("matchExpressions")
+    ):
+        causes.append(required("spec.selector"))
+    else:
+        match = selector.get("matchLabels") or {}
+        if isinstance(match, dict) and any(labels.get(k) != v for k, v in match.items()):
+            causes.append(
+                invalid_value(
+                    "spec.template.metadata.labels",
+                    _go_map(labels),
+                    "`selector` does not match template `labels`",
+                )
+            )
+    causes += _pod_spec(template.get("spec"), "spec.template.spec")
+    if old is not None and (old.get("spec") or {}).get("selector") != spec.get("selector"):
+        causes.append(invalid_value("spec.selector", spec.get("selector"), "field is immutable"))
+    return causes
+
+
+def _immutable_spec(new: Obj, old: Obj | None) -> list[FieldCause]:
+    if old is not None and new.get("spec") != old.get("spec"):
+        return [invalid_value("spec", new.get("spec"), "field is immutable")]
+    return []
+
+
+def _config_data(new: Obj, old: Obj | None, fields: tuple[str, ...]) -> list[FieldCause]:
+    causes: list[FieldCause] = []
+    for field in fields:
+        data = new.get(field) or {}
+        if not isinstance(data, dict):
+            causes.append(invalid_value(field, data, "must be a map"))
+            continue
+        for key in data:
+            if not _CONFIG_KEY.match(key) or len(key) > 253:
+                causes.append(
+                    invalid_value(
+                        field,
+                        key,
+                        "a valid config key must consist of alphanumeric characters, '-', '_' "
+                        "or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used "
+                        "for validation is '[-._a-zA-Z0-9]+')",
+                    )
+                )
+    if old is not None and old.get("immutable") is True:
+        for field in (*fields, "immutable"):
+            if new.get(field) != old.get(field):
+                causes.append(forbidden_field(field, "field is immutable when `immutable` is set"))
+    return causes
+
+
+def configmap(new: Obj, old: Obj | None) -> list[FieldCause]:
+    return _config_data(new, old, ("data", "binaryData"))
+
+
+def secret(new: Obj, old: Obj | None) -> list[FieldCause]:
+    causes = _config_data(new, old, ("data", "stringData"))
+    if old is not None and new.get("type") != old.get("type"):
+        causes.append(invalid_value("type", new.get("type"), "field is immutable"))
+    return causes
+
+
+def binding(new: Obj, old: Obj | None) -> list[FieldCause]:
+    ref = new.get("roleRef")
+    if not isinstance(ref, dict) or not ref.get("name") or not ref.get("kind"):
+        return [required("roleRef")]
+    if old is not None and ref != old.get("roleRef"):
+        return [invalid_value("roleRef", _go_map(ref), "cannot change roleRef")]
+    return []
+
+
+CHECKS: dict[tuple[str, str], Check] = {
+    ("", "Pod"): pod,
+    ("apps", "DaemonSet"): _selector_workload,
+    ("apps", "Deployment"): _selector_workload,
+    ("resource.k8s.io", "ResourceClaim"): _immutable_spec,
+    ("resource.k8s.io", "ResourceClaimTemplate"): _immutable_spec,
+    ("", "ConfigMap"): configmap,
+    ("", "Secret"): secret,
+    ("rbac.authorization.k8s.io", "RoleBinding"): binding,
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding"): binding,
+}
+
+
+def validate(group: str, kind: str, new: Obj, old: Obj | None) -> list[FieldCause]:
+    """Causes for a built-in object (empty for kinds without rules here)."""
+    check = CHECKS.get((group, kind))
+    return [] if check is None else check(new, old)
