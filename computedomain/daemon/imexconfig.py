@@ -6,15 +6,13 @@ upstream's two Go-template fields and write ``imexd.cfg`` beside it. The IMEX st
 ``check`` read the result with :func:`parse`. Only the two fields are supported; any other
 template action is refused with a clear error rather than passed to IMEX verbatim.
 
-The canonical template ships in this package (``templates/imexd.cfg.tmpl``, the keys of
-daemon.md §3); :func:`packaged_template` returns it for whoever places it (the kubelet plugin,
-tests).
+The template itself ships with the kubelet plugin (``computedomain/kubeletplugin/
+imexd.cfg.tmpl``), which places it; the daemon only renders what it finds.
 """
 
 from __future__ import annotations
 
 import re
-from importlib import resources
 from pathlib import Path
 
 from computedomain.api import names
@@ -26,11 +24,6 @@ BIND_IP_FIELD = "IMEXCmdBindInterfaceIP"
 
 # Go's text/template accepts "{{.X}}", "{{ .X }}" and trim markers "{{- .X -}}".
 _ACTION = re.compile(r"\{\{-?\s*(.*?)\s*-?\}\}")
-
-
-def packaged_template() -> str:
-    """The template this package ships (what the kubelet plugin copies to the domain dir)."""
-    return (resources.files("computedomain.daemon") / "templates" / "imexd.cfg.tmpl").read_text()
 
 
 def render(template: str, *, nodes_config_path: str, cmd_bind_ip: str) -> str:

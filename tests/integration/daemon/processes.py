@@ -20,7 +20,7 @@ from pathlib import Path
 import attrs
 
 from computedomain.api import names
-from computedomain.daemon import imexconfig
+from computedomain.kubeletplugin import daemonclaims
 from computedomain.sim.imex import status as imex_status
 from tests.integration.daemon.cluster import Cluster
 
@@ -146,7 +146,7 @@ class Domain:
         directory = self.tmp / name
         pod = Pod(name, node, ip, uid, directory, {})
         pod.imexd.mkdir(parents=True)
-        template = imexconfig.packaged_template()
+        template = daemonclaims.template_bytes().decode()
         template = template.replace("SERVER_PORT=50000", f"SERVER_PORT={self.ports[0]}")
         template = template.replace("IMEX_CMD_PORT=50005", f"IMEX_CMD_PORT={self.ports[1]}")
         (pod.imexd / names.IMEXD_CONFIG_TEMPLATE).write_text(template)

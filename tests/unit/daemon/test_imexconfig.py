@@ -8,10 +8,11 @@ import pytest
 
 from computedomain.api.errors import ConfigError
 from computedomain.daemon import imexconfig
+from computedomain.kubeletplugin import daemonclaims
 
 
-def test_the_packaged_template_renders_upstreams_keys(tmp_path: Path) -> None:
-    (tmp_path / "imexd.cfg.tmpl").write_text(imexconfig.packaged_template())
+def test_the_plugins_template_renders_upstreams_keys(tmp_path: Path) -> None:
+    (tmp_path / "imexd.cfg.tmpl").write_text(daemonclaims.template_bytes().decode())
     path = imexconfig.write_config(tmp_path, pod_ip="10.1.2.3")
     assert path == tmp_path / "imexd.cfg"
     config = imexconfig.parse(path.read_text())

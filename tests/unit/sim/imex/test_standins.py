@@ -15,6 +15,7 @@ import pytest
 
 from computedomain.api import names
 from computedomain.daemon import dnsnames, hostsfile, imexconfig
+from computedomain.kubeletplugin import daemonclaims
 from computedomain.policies import builtins
 from computedomain.sim.imex import status, wrappers
 from tests.unit.daemon.waiting import eventually
@@ -74,7 +75,7 @@ class Node:
 def make_node(tmp: Path, ip: str, ports: tuple[int, int], mapping: dict[str, str]) -> Node:
     node = Node(tmp / ip, ip)
     node.dir.mkdir()
-    template = imexconfig.packaged_template()
+    template = daemonclaims.template_bytes().decode()
     template = template.replace("SERVER_PORT=50000", f"SERVER_PORT={ports[0]}")
     template = template.replace("IMEX_CMD_PORT=50005", f"IMEX_CMD_PORT={ports[1]}")
     (node.dir / names.IMEXD_CONFIG_TEMPLATE).write_text(template)
