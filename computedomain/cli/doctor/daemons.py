@@ -24,7 +24,7 @@ from computedomain.api import names
 from computedomain.cli.doctor import podstate, reasons
 from computedomain.cli.doctor.domainparts import UNKNOWN_CLIQUE, DomainParts, Entry, pod_clique
 from computedomain.cli.doctor.findings import Cause, Finding, Subject
-from computedomain.cli.doctor.snapshot import Index, Obj, items, name, namespace, ref, section
+from computedomain.cli.doctor.snapshot import Index, Obj, name, namespace, ref, section
 
 READY = "Ready"
 NOT_READY = "NotReady"
@@ -32,22 +32,6 @@ NOT_READY = "NotReady"
 
 def _subject(pod: Obj) -> Subject:
     return Subject("Pod", name(pod), namespace(pod))
-
-
-def target_node(pod: Obj) -> str:
-    """The node a daemon pod is bound to, or the one its DaemonSet meant it for (the
-    ``metadata.name`` field term the DaemonSet controller puts in its node affinity)."""
-    node = podstate.node_of(pod)
-    if node:
-        return node
-    affinity = section(section(section(pod, "spec"), "affinity"), "nodeAffinity")
-    required = section(affinity, "requiredDuringSchedulingIgnoredDuringExecution")
-    for term in items(required.get("nodeSelectorTerms")):
-        for field in items(term.get("matchFields")):
-            values = field.get("values")
-            if field.get("key") == "metadata.name" and isinstance(values, list) and values:
-                return str(values[0])
-    return ""
 
 
 def _event_message(event: Mapping[str, object]) -> str:
@@ -211,7 +195,7 @@ def _unregistered(parts: DomainParts, pod: Obj, node: str, entry: Entry | None) 
 
 
 def _daemon_pod(parts: DomainParts, index: Index, pod: Obj) -> Finding | None:
-    node = target_node(pod)
+    node = podstate.target_node(pod)
     if podstate.phase(pod) == "Pending":
         return _pending(parts, index, pod, node)
     entry = parts.entry_of(node)

@@ -72,7 +72,7 @@ class DomainParts:
         return next((e for e in self.entries if e.node == node), None)
 
     def daemon_pod_on(self, node: str) -> Obj | None:
-        pods = [p for p in self.daemon_pods if podstate.node_of(p) == node]
+        pods = [p for p in self.daemon_pods if podstate.target_node(p) == node]
         return next((p for p in pods if not podstate.terminating(p)), pods[0] if pods else None)
 
     @property

@@ -30,6 +30,22 @@ def node_of(pod: Obj) -> str:
     return str(section(pod, "spec").get("nodeName") or "")
 
 
+def target_node(pod: Obj) -> str:
+    """The node a daemon pod is bound to, or the one its DaemonSet meant it for (the
+    ``metadata.name`` field term the DaemonSet controller puts in its node affinity)."""
+    node = node_of(pod)
+    if node:
+        return node
+    affinity = section(section(section(pod, "spec"), "affinity"), "nodeAffinity")
+    required = section(affinity, "requiredDuringSchedulingIgnoredDuringExecution")
+    for term in items(required.get("nodeSelectorTerms")):
+        for field in items(term.get("matchFields")):
+            values = field.get("values")
+            if field.get("key") == "metadata.name" and isinstance(values, list) and values:
+                return str(values[0])
+    return ""
+
+
 def finished(pod: Obj) -> bool:
     return phase(pod) in ("Succeeded", "Failed")
 

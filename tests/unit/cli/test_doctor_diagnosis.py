@@ -1,0 +1,566 @@
+"""``diagnose``: one table row per cause, each breaking one thing in a healthy domain.
+
+Each case names the cause the doctor must report, the object it concerns and words its
+message must contain; the healthy domain must give no finding at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import attrs
+import pytest
+
+from computedomain.api import names
+from computedomain.cli.doctor import diagnosis
+from computedomain.cli.doctor.findings import Cause, Finding, Subject
+from tests.unit.cli import doctor_objects as o
+
+Break = Callable[[o.World], None]
+
+
+@attrs.frozen
+class Case:
+    id: str
+    breaks: Break
+    cause: Cause
+    subject: Subject
+    words: tuple[str, ...] = ()
+    remedy_words: tuple[str, ...] = ()
+    node: str = ""
+
+
+def _pending_worker(w: o.World, node: str = "node-b") -> dict:
+    pod = w.find("workload_pods", "worker-1")
+    pod["status"] = {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "True"}]}
+    pod["spec"]["nodeName"] = node
+    return pod
+
+
+def _unscheduled_worker(w: o.World, *, with_claim: bool = True) -> None:
+    pod = o.workload_pod("worker-2", node=None, phase="Pending")
+    pod["status"]["conditions"] = [
+        {
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": "Unschedulable",
+            "message": "0/2 nodes are available: 2 cannot allocate all claims.",
+        }
+    ]
+    if with_claim:
+        pod["status"]["resourceClaimStatuses"] = [
+            {"name": "imex", "resourceClaimName": "worker-2-imex"}
+        ]
+        w.claims.append(o.claim("worker-2-imex"))
+    w.workload_pods.append(pod)
+
+
+def claim_not_allocated(w: o.World) -> None:
+    _unscheduled_worker(w)
+
+
+def claim_not_created(w: o.World) -> None:
+    _unscheduled_worker(w, with_claim=False)
+
+
+def no_plugin_anywhere(w: o.World) -> None:
+    _unscheduled_worker(w)
+    w.slices.clear()
+    w.plugin_pods.clear()
+
+
+def plugin_crashing(w: o.World) -> None:
+    _pending_worker(w)
+    w.slices[:] = [s for s in w.slices if s["spec"]["nodeName"] != "node-b"]
+    plugin = w.find("plugin_pods", "node-b")
+    plugin["status"]["conditions"][-1]["status"] = "False"
+    plugin["status"]["containerStatuses"] = [
+        {
+            "name": "kubelet-plugin",
+            "ready": False,
+            "restartCount": 5,
+            "state": {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 5m0s"}},
+            "lastState": {
+                "terminated": {"exitCode": 1, "reason": "Error", "message": "Error: no NVML"}
+            },
+        }
+    ]
+
+
+def plugin_absent(w: o.World) -> None:
+    _pending_worker(w)
+    w.slices[:] = [s for s in w.slices if s["spec"]["nodeName"] != "node-b"]
+    w.plugin_pods[:] = [p for p in w.plugin_pods if p["spec"]["nodeName"] != "node-b"]
+
+
+def plugin_not_ready(w: o.World) -> None:
+    _pending_worker(w)
+    plugin = w.find("plugin_pods", "node-b")
+    plugin["status"]["conditions"][-1]["status"] = "False"
+
+
+def other_domain(w: o.World) -> None:
+    _pending_worker(w)
+    other = o.domain("other", uid=o.OTHER_UID)
+    w.all_domains.append(other)
+    w.find("nodes", "node-b")["metadata"]["labels"][names.COMPUTE_DOMAIN_LABEL] = o.OTHER_UID
+
+
+def gone_domain(w: o.World) -> None:
+    _pending_worker(w)
+    w.find("nodes", "node-b")["metadata"]["labels"][names.COMPUTE_DOMAIN_LABEL] = o.OTHER_UID
+
+
+def daemon_unschedulable(w: o.World) -> None:
+    _pending_worker(w)
+    w.daemon_pods[1] = o.daemon_pod("node-b", phase="Unscheduled")
+    w.daemon_pods[1]["status"]["conditions"] = [
+        {
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": "Unschedulable",
+            "message": "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) didn't match "
+            "Pod's node affinity/selector.",
+        }
+    ]
+    w.cliques[0]["daemons"] = [o.entry("node-a", 0)]
+
+
+def daemon_not_started(w: o.World) -> None:
+    _pending_worker(w)
+    pod = o.daemon_pod("node-b", phase="Pending")
+    pod["status"]["containerStatuses"] = [
+        {"name": names.DAEMON_CONTAINER, "state": {"waiting": {"reason": "ContainerCreating"}}}
+    ]
+    w.daemon_pods[1] = pod
+    w.events.append(
+        o.event(pod, "FailedPrepareDynamicResources", "prepare daemon claim: no clique")
+    )
+    w.cliques[0]["daemons"] = [o.entry("node-a", 0)]
+
+
+def _third_node(w: o.World, *, max_nodes: int) -> dict:
+    w.daemon_sets[0] = o.daemon_set(max_nodes=max_nodes)
+    w.nodes.append(o.node("node-c", domain_uid=o.UID))
+    w.slices.append(o.resource_slice("node-c"))
+    w.plugin_pods.append(o.plugin_pod("node-c"))
+    pod = o.daemon_pod("node-c", ready=False)
+    w.daemon_pods.append(pod)
+    worker = o.workload_pod("worker-2", node="node-c", phase="Pending", claim_name="worker-2-imex")
+    w.workload_pods.append(worker)
+    w.claims.append(o.claim("worker-2-imex", node="node-c"))
+    return pod
+
+
+def index_space_full(w: o.World) -> None:
+    _third_node(w, max_nodes=2)
+
+
+def index_space_full_event(w: o.World) -> None:
+    pod = _third_node(w, max_nodes=18)
+    w.events.append(
+        o.event(pod, "IMEXIndexSpaceFull", "no available indices within clique " + o.CLIQUE)
+    )
+
+
+def _unready_daemon(w: o.World, node: str = "node-b") -> dict:
+    _pending_worker(w, node)
+    pod = w.find("daemon_pods", node)
+    pod["status"]["conditions"][-1]["status"] = "False"
+    for entry in w.cliques[0]["daemons"]:
+        if entry["nodeName"] == node:
+            entry["status"] = "NotReady"
+    return pod
+
+
+def daemon_not_ready(w: o.World) -> None:
+    pod = _unready_daemon(w)
+    w.events.append(
+        o.event(
+            pod,
+            "Unhealthy",
+            "Readiness probe failed: Error: IMEX daemon not ready: CONNECTING",
+        )
+    )
+
+
+def daemon_crash_looping(w: o.World) -> None:
+    pod = _unready_daemon(w)
+    pod["status"]["containerStatuses"] = [
+        {
+            "name": names.DAEMON_CONTAINER,
+            "state": {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 40s"}},
+        }
+    ]
+
+
+def host_conflict(w: o.World) -> None:
+    pod = _unready_daemon(w)
+    w.events.append(o.event(pod, "Unhealthy", "Readiness probe failed: not ready"))
+    w.events.append(
+        o.event(
+            pod,
+            "IMEXSessionHeldByHost",
+            "nvidia-imex cannot start: the IMEX session is held by a host nvidia-imex.service "
+            "(NV_ERR_IN_USE); stop and disable it on node node-b",
+        )
+    )
+
+
+def no_interface(w: o.World) -> None:
+    pod = _unready_daemon(w)
+    w.events.append(
+        o.event(pod, "IMEXNoMatchingInterface", "nvidia-imex cannot start: no local interface")
+    )
+
+
+def not_processed(w: o.World) -> None:
+    w.daemon_sets.clear()
+
+
+def daemon_missing(w: o.World) -> None:
+    w.nodes.append(o.node("node-c", domain_uid=o.UID))
+
+
+def prepare_retrying(w: o.World) -> None:
+    pod = _pending_worker(w)
+    w.events.append(
+        o.event(pod, "PrepareRetrying", "IMEX channel 0 is held by claim team/old of domain x")
+    )
+
+
+def domain_not_ready(w: o.World) -> None:
+    w.domains[0] = o.domain(
+        ready=False, num_nodes=4, condition=o.not_ready_condition("2/4 nodes ready (numNodes 4)")
+    )
+    w.all_domains[0] = w.domains[0]
+
+
+def daemon_unregistered(w: o.World) -> None:
+    w.cliques[0]["daemons"][1]["status"] = "NotReady"
+
+
+def waiting_pod(w: o.World) -> None:
+    pod = _pending_worker(w)
+    w.events.append(
+        o.event(
+            pod,
+            "ComputeDomainNotReady",
+            "Waiting for the IMEX daemon of ComputeDomain team/job on node node-b",
+        )
+    )
+
+
+DAEMON_B = Subject("Pod", "computedomain-daemon-11111111-node-b", o.DRIVER_NS)
+DAEMON_C = Subject("Pod", "computedomain-daemon-11111111-node-c", o.DRIVER_NS)
+NODE_B = Subject("Node", "node-b")
+
+CASES = [
+    Case(
+        "claim-not-allocated",
+        claim_not_allocated,
+        Cause.CLAIM_NOT_ALLOCATED,
+        Subject("ResourceClaim", "worker-2-imex", o.NS),
+        ("not allocated", "2 cannot allocate all claims"),
+        ("one claim per node",),
+    ),
+    Case(
+        "claim-not-created",
+        claim_not_created,
+        Cause.CLAIM_NOT_ALLOCATED,
+        Subject("Pod", "worker-2", o.NS),
+        ("does not exist yet", o.TEMPLATE),
+    ),
+    Case(
+        "claim-not-allocated-no-plugin-anywhere",
+        no_plugin_anywhere,
+        Cause.CLAIM_NOT_ALLOCATED,
+        Subject("ResourceClaim", "worker-2-imex", o.NS),
+        ("not allocated",),
+        ("not running on any node",),
+    ),
+    Case(
+        "plugin-not-registered-crashing",
+        plugin_crashing,
+        Cause.PLUGIN_NOT_REGISTERED,
+        NODE_B,
+        ("no ResourceSlice", "CrashLoopBackOff", "Error: no NVML"),
+        ("kubectl describe pod",),
+        "node-b",
+    ),
+    Case(
+        "plugin-not-registered-no-pod",
+        plugin_absent,
+        Cause.PLUGIN_NOT_REGISTERED,
+        NODE_B,
+        ("no kubelet plugin pod runs on node node-b",),
+        ("node affinity",),
+        "node-b",
+    ),
+    Case(
+        "plugin-not-ready",
+        plugin_not_ready,
+        Cause.PLUGIN_NOT_READY,
+        NODE_B,
+        ("cannot prepare claims", "not Ready"),
+        (),
+        "node-b",
+    ),
+    Case(
+        "node-of-other-domain",
+        other_domain,
+        Cause.NODE_OF_OTHER_DOMAIN,
+        NODE_B,
+        ("belongs to ComputeDomain team/other", o.OTHER_UID),
+        ("wait for the pods of team/other",),
+        "node-b",
+    ),
+    Case(
+        "node-of-deleted-domain",
+        gone_domain,
+        Cause.NODE_OF_OTHER_DOMAIN,
+        NODE_B,
+        ("no longer exists",),
+        (f"kubectl label node node-b {names.COMPUTE_DOMAIN_LABEL}-",),
+        "node-b",
+    ),
+    Case(
+        "daemon-unschedulable",
+        daemon_unschedulable,
+        Cause.DAEMON_PENDING,
+        DAEMON_B,
+        ("for node node-b cannot be scheduled", "1 Insufficient cpu"),
+        ("priority",),
+        "node-b",
+    ),
+    Case(
+        "daemon-not-started",
+        daemon_not_started,
+        Cause.DAEMON_PENDING,
+        DAEMON_B,
+        ("has not started", "ContainerCreating"),
+        (),
+        "node-b",
+    ),
+    Case(
+        "index-space-full",
+        index_space_full,
+        Cause.INDEX_SPACE_FULL,
+        DAEMON_C,
+        ("is full", "2 entries", "MAX_NODES_PER_IMEX_DOMAIN=2", "node-c"),
+        ("at least 3",),
+        "node-c",
+    ),
+    Case(
+        "index-space-full-by-event",
+        index_space_full_event,
+        Cause.INDEX_SPACE_FULL,
+        DAEMON_C,
+        ("no available indices",),
+        (),
+        "node-c",
+    ),
+    Case(
+        "daemon-not-ready",
+        daemon_not_ready,
+        Cause.DAEMON_NOT_READY,
+        DAEMON_B,
+        ("not Ready", "IMEX daemon not ready: CONNECTING"),
+        ("nvidia-imex-ctl -q",),
+        "node-b",
+    ),
+    Case(
+        "daemon-crash-looping",
+        daemon_crash_looping,
+        Cause.DAEMON_NOT_READY,
+        DAEMON_B,
+        ("CrashLoopBackOff",),
+        (),
+        "node-b",
+    ),
+    Case(
+        "host-imex-conflict",
+        host_conflict,
+        Cause.HOST_IMEX_CONFLICT,
+        DAEMON_B,
+        ("NV_ERR_IN_USE",),
+        ("systemctl disable --now nvidia-imex.service", "node-b"),
+        "node-b",
+    ),
+    Case(
+        "imex-no-interface",
+        no_interface,
+        Cause.IMEX_NO_INTERFACE,
+        DAEMON_B,
+        ("no local interface",),
+        ("hosts file",),
+        "node-b",
+    ),
+    Case(
+        "not-processed",
+        not_processed,
+        Cause.NOT_PROCESSED,
+        Subject("ComputeDomain", "job", o.NS),
+        ("no IMEX daemon DaemonSet", names.daemon_object_name(o.UID)),
+        ("cd-controller",),
+    ),
+    Case(
+        "daemon-missing",
+        daemon_missing,
+        Cause.DAEMON_MISSING,
+        Subject("Node", "node-c"),
+        ("labelled for the domain but has no IMEX daemon pod", "desired 2"),
+        ("kubectl describe daemonset",),
+        "node-c",
+    ),
+    Case(
+        "prepare-retrying",
+        prepare_retrying,
+        Cause.PREPARE_RETRYING,
+        Subject("Pod", "worker-1", o.NS),
+        ("held by claim team/old",),
+        (),
+        "node-b",
+    ),
+    Case(
+        "domain-not-ready",
+        domain_not_ready,
+        Cause.NOT_READY,
+        Subject("ComputeDomain", "job", o.NS),
+        ("2/4 nodes ready",),
+        ("numNodes",),
+    ),
+    Case(
+        "daemon-not-registered",
+        daemon_unregistered,
+        Cause.DAEMON_NOT_REGISTERED,
+        DAEMON_B,
+        ("is Ready but has entry NotReady",),
+        (),
+        "node-b",
+    ),
+    Case(
+        "workload-waiting",
+        waiting_pod,
+        Cause.NOT_READY,
+        Subject("Pod", "worker-1", o.NS),
+        ("Waiting for the IMEX daemon",),
+        (),
+        "node-b",
+    ),
+]
+
+
+def _diagnose(breaks: Break | None = None) -> list[Finding]:
+    world = o.healthy()
+    if breaks is not None:
+        breaks(world)
+    return diagnosis.diagnose(world.snapshot())
+
+
+def test_a_healthy_domain_has_no_finding() -> None:
+    assert _diagnose() == []
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_each_cause_is_named(case: Case) -> None:
+    findings = _diagnose(case.breaks)
+    assert [f.cause for f in findings] == [case.cause], findings
+    (finding,) = findings
+    assert finding.subject == case.subject
+    assert finding.domain_uid == o.UID
+    assert finding.node == case.node
+    for word in case.words:
+        assert word in finding.message, (word, finding.message)
+    for word in case.remedy_words:
+        assert word in finding.remedy, (word, finding.remedy)
+
+
+def test_a_stale_host_conflict_event_is_ignored_once_the_daemon_is_ready() -> None:
+    def stale(w: o.World) -> None:
+        pod = w.find("daemon_pods", "node-b")
+        w.events.append(o.event(pod, "IMEXSessionHeldByHost", "... NV_ERR_IN_USE ..."))
+
+    assert _diagnose(stale) == []
+
+
+def test_events_of_an_earlier_pod_of_the_same_name_do_not_count() -> None:
+    def earlier(w: o.World) -> None:
+        pod = _unready_daemon(w)
+        old = o.event(pod, "IMEXSessionHeldByHost", "NV_ERR_IN_USE")
+        old["involvedObject"]["uid"] = "an-earlier-pod"
+        w.events.append(old)
+
+    assert [f.cause for f in _diagnose(earlier)] == [Cause.DAEMON_NOT_READY]
+
+
+def test_only_the_newest_probe_failure_is_quoted() -> None:
+    def two(w: o.World) -> None:
+        pod = _unready_daemon(w)
+        w.events.append(o.event(pod, "Unhealthy", "old words", at="2026-01-01T00:00:01Z"))
+        new = o.event(pod, "Unhealthy", "new words", at="2026-01-01T00:05:00Z")
+        new["metadata"]["name"] += "2"
+        w.events.append(new)
+
+    (finding,) = _diagnose(two)
+    assert "new words" in finding.message
+    assert "old words" not in finding.message
+
+
+def test_problems_of_another_domain_are_not_reported_for_this_one() -> None:
+    def other(w: o.World) -> None:
+        other_cd = o.domain("other", uid=o.OTHER_UID)
+        w.all_domains.append(other_cd)
+        w.daemon_sets.append(o.daemon_set(o.OTHER_UID))
+        bad = o.daemon_pod("node-c", uid=o.OTHER_UID, ready=False)
+        w.daemon_pods.append(bad)
+        w.events.append(o.event(bad, "IMEXSessionHeldByHost", "NV_ERR_IN_USE"))
+        w.workload_pods.append(
+            o.workload_pod("theirs", node=None, phase="Pending", template="other-channel")
+        )
+
+    assert _diagnose(other) == []
+
+
+def test_one_node_found_through_two_pods_is_reported_once() -> None:
+    def two_pods(w: o.World) -> None:
+        other_domain(w)
+        extra = o.workload_pod("worker-9", node="node-b", phase="Pending", claim_name="w9")
+        w.workload_pods.append(extra)
+        w.claims.append(o.claim("w9", node="node-b"))
+
+    assert [f.cause for f in _diagnose(two_pods)] == [Cause.NODE_OF_OTHER_DOMAIN]
+
+
+def test_several_problems_of_one_domain_are_all_reported() -> None:
+    def both(w: o.World) -> None:
+        host_conflict(w)
+        claim_not_allocated(w)
+
+    causes = {f.cause for f in _diagnose(both)}
+    assert causes == {Cause.HOST_IMEX_CONFLICT, Cause.CLAIM_NOT_ALLOCATED}
+
+
+def test_a_domain_without_status_says_the_controller_has_not_reported() -> None:
+    def bare(w: o.World) -> None:
+        w.domains[0] = o.domain(with_status=False)
+
+    (finding,) = _diagnose(bare)
+    assert finding.cause is Cause.NOT_READY
+    assert "no status yet" in finding.message
+
+
+def test_a_non_fabric_daemon_never_counts_against_an_index_space() -> None:
+    def non_fabric(w: o.World) -> None:
+        w.daemon_sets[0] = o.daemon_set(max_nodes=1)
+        w.cliques.clear()
+        w.domains[0]["status"]["nodes"] = [
+            {"name": n, "ipAddress": "10.0.0.9", "cliqueID": "", "index": -1, "status": "Ready"}
+            for n in o.NODES
+        ]
+        for pod in w.daemon_pods:
+            pod["metadata"]["labels"][names.CLIQUE_LABEL] = ""
+        w.daemon_pods.append(o.daemon_pod("node-c", clique="", ready=False))
+        w.nodes.append(o.node("node-c", domain_uid=o.UID))
+
+    assert [f.cause for f in _diagnose(non_fabric)] == [Cause.DAEMON_NOT_READY]
