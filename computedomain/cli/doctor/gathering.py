@@ -89,14 +89,17 @@ async def _list(
     *,
     label_selector: str | None = None,
     field_selector: str | None = None,
+    required: bool = False,
 ) -> list[dict[str, Any]]:
+    """Every object; a resource the server does not know is empty, or, when ``required``, a
+    GatherError saying its CRD is missing."""
     where = f" in namespace {namespace_}" if namespace_ else ""
     try:
         found, _version = await api.list_all(
             resource, namespace_, label_selector=label_selector, field_selector=field_selector
         )
     except errors.NotFound as exc:
-        if resource is resources.COMPUTE_DOMAINS or resource is resources.COMPUTE_DOMAIN_CLIQUES:
+        if required:
             msg = (
                 f"the {resource.plural}.{resource.group} CRD is not installed (install with "
                 "kubectl apply -k deployments/base)"
@@ -110,27 +113,29 @@ async def _list(
 
 
 async def _per_namespace(
-    api: Api, resource: Resource, spaces: Sequence[str], **selectors: str
+    api: Api, resource: Resource, spaces: Sequence[str], *, field_selector: str | None = None
 ) -> list[dict[str, Any]]:
-    lists = await asyncio.gather(*(_list(api, resource, ns, **selectors) for ns in spaces))
+    lists = await asyncio.gather(
+        *(_list(api, resource, ns, field_selector=field_selector) for ns in spaces)
+    )
     return [obj for found in lists for obj in found]
 
 
 async def gather(api: Api, scope: Scope) -> Snapshot:
     """Read everything the diagnosis needs. Read-only; raises GatherError, DomainNotFound."""
     try:
-        all_domains = await _list(api, resources.COMPUTE_DOMAINS)
+        all_domains = await _list(api, resources.COMPUTE_DOMAINS, required=True)
     except GatherError as exc:
         # Someone allowed to read one namespace only can still examine it (the owner of a
         # node's label is then named by UID where it lives elsewhere).
         if scope.namespace is None or not isinstance(exc.__cause__, errors.Forbidden):
             raise
-        all_domains = await _list(api, resources.COMPUTE_DOMAINS, scope.namespace)
+        all_domains = await _list(api, resources.COMPUTE_DOMAINS, scope.namespace, required=True)
     domains = select(all_domains, scope)
     if not domains:
         return Snapshot(all_domains=all_domains)
     cliques, daemon_sets, daemon_pods, nodes, slices = await asyncio.gather(
-        _list(api, resources.COMPUTE_DOMAIN_CLIQUES),
+        _list(api, resources.COMPUTE_DOMAIN_CLIQUES, required=True),
         _list(api, resources.DAEMON_SETS),
         _list(api, resources.PODS, label_selector=names.COMPUTE_DOMAIN_LABEL),
         _list(api, resources.NODES),

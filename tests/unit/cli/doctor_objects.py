@@ -27,7 +27,7 @@ T0 = "2026-01-01T00:00:00Z"
 
 
 def _cond(kind: str, status: bool, reason: str = "", message: str = "") -> Obj:
-    cond: Obj = {"type": kind, "status": "True" if status else "False"}
+    cond: Obj = {"type": kind, "status": "True" if status else "False", "lastTransitionTime": T0}
     if reason:
         cond["reason"] = reason
     if message:
@@ -414,7 +414,10 @@ def healthy() -> World:
         domains=[cd],
         all_domains=[cd],
         cliques=[clique([entry(n, i) for i, n in enumerate(NODES)])],
-        daemon_sets=[daemon_set(status={"desiredNumberScheduled": 2, "numberReady": 2})],
+        daemon_sets=[
+            daemon_set(status={"desiredNumberScheduled": 2, "numberReady": 2}),
+            plugin_daemon_set(),
+        ],
         daemon_pods=[daemon_pod(n) for n in NODES],
         workload_pods=[
             workload_pod(f"worker-{i}", node=n, claim_name=f"worker-{i}-imex")

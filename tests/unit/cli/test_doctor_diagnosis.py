@@ -215,7 +215,7 @@ def no_interface(w: o.World) -> None:
 
 
 def not_processed(w: o.World) -> None:
-    w.daemon_sets.clear()
+    del w.daemon_sets[0]
 
 
 def daemon_missing(w: o.World) -> None:
