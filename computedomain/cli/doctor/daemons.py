@@ -56,8 +56,7 @@ def _missing(parts: DomainParts) -> list[Finding]:
         if parts.daemon_pod_on(node) is not None:
             continue
         message = (
-            f"node {node} is labelled for the domain but has no IMEX daemon pod; DaemonSet "
-            f"{ref(ds)}: {counts}"
+            f"labelled for the domain but has no IMEX daemon pod; DaemonSet {ref(ds)}: {counts}"
         )
         remedy = (
             f"see kubectl describe daemonset -n {namespace(ds)} {name(ds)} for why no pod was "
@@ -70,10 +69,9 @@ def _missing(parts: DomainParts) -> list[Finding]:
 
 
 def _pending(parts: DomainParts, index: Index, pod: Obj, node: str) -> Finding:
-    where = f" for node {node}" if node else ""
     why = podstate.unscheduled_message(pod)
     if why:
-        message = f"IMEX daemon pod {ref(pod)}{where} cannot be scheduled: {why}"
+        message = f"the IMEX daemon cannot be scheduled: {why}"
         remedy = (
             "a daemon must run on every node of the domain: free CPU and memory there, or give "
             "daemon pods a priority class (cd-controller --cd-daemon-priority-class-name), and "
@@ -85,9 +83,7 @@ def _pending(parts: DomainParts, index: Index, pod: Obj, node: str) -> Finding:
         event = index.latest_event("Pod", pod, (reasons.FAILED_PREPARE,))
         event = event or _latest_warning(index, pod)
         detail = _event_message(event) if event is not None else None
-    message = f"IMEX daemon pod {ref(pod)}{where} has not started" + (
-        f": {detail}" if detail else ""
-    )
+    message = "the IMEX daemon has not started" + (f": {detail}" if detail else "")
     remedy = (
         f"see kubectl describe pod -n {namespace(pod)} {name(pod)}; its daemon claim is "
         f"prepared by the kubelet plugin on {node or 'the node'}"
@@ -108,7 +104,7 @@ def _host_problem(parts: DomainParts, index: Index, pod: Obj, node: str) -> Find
         "Pod", pod, (reasons.HOST_SESSION_IN_USE,), contains=reasons.NV_ERR_IN_USE
     )
     if event is not None:
-        message = f"IMEX daemon pod {ref(pod)} on {node}: {_event_message(event)}"
+        message = _event_message(event)
         remedy = (
             f"on node {node}: systemctl disable --now nvidia-imex.service && systemctl mask "
             "nvidia-imex.service (the daemon retries by itself)"
@@ -116,7 +112,7 @@ def _host_problem(parts: DomainParts, index: Index, pod: Obj, node: str) -> Find
         return Finding(parts.uid, Cause.HOST_IMEX_CONFLICT, _subject(pod), message, remedy, node)
     event = index.latest_event("Pod", pod, (reasons.NO_INTERFACE,))
     if event is not None:
-        message = f"IMEX daemon pod {ref(pod)} on {node}: {_event_message(event)}"
+        message = _event_message(event)
         remedy = (
             "check the pod network (the daemon's name must resolve to its pod IP through "
             "/etc/hosts in the pod) and that nothing else rewrites the hosts file"
@@ -140,7 +136,7 @@ def _index_full(parts: DomainParts, index: Index, pod: Obj, node: str) -> Findin
     message = (
         f"clique {clique} of the domain is full: {len(taken)} entries for "
         f"{names.ENV_MAX_NODES_PER_IMEX_DOMAIN}={parts.max_nodes} indices, so the daemon on "
-        f"{node} ({ref(pod)}) cannot register"
+        f"{node} cannot register"
     )
     if event is not None:
         message += f"; the daemon says: {_event_message(event)}"
@@ -158,10 +154,7 @@ def _reported(parts: DomainParts, index: Index, pod: Obj, node: str) -> Finding 
     event = index.latest_event("Pod", pod, reasons.DAEMON_PROBLEMS)
     if event is None:
         return None
-    message = (
-        f"IMEX daemon pod {ref(pod)} on {node} reports {event.get('reason')}: "
-        f"{_event_message(event)}"
-    )
+    message = f"the IMEX daemon reports {event.get('reason')}: {_event_message(event)}"
     remedy = f"see kubectl logs -n {namespace(pod)} {name(pod)}"
     return Finding(parts.uid, Cause.DAEMON_PROBLEM, _subject(pod), message, remedy, node)
 
@@ -170,9 +163,7 @@ def _not_ready(parts: DomainParts, index: Index, pod: Obj, node: str) -> Finding
     probe = index.latest_event("Pod", pod, (reasons.UNHEALTHY,))
     says = _event_message(probe) if probe is not None else None
     detail = says or podstate.container_problem(pod) or podstate.not_ready_message(pod)
-    message = f"IMEX daemon pod {ref(pod)} on {node} is running but not Ready" + (
-        f": {detail}" if detail else ""
-    )
+    message = "the IMEX daemon runs but is not Ready" + (f": {detail}" if detail else "")
     remedy = (
         "its readiness check asks the local nvidia-imex (nvidia-imex-ctl -q) whether it is "
         f"READY; see kubectl logs -n {namespace(pod)} {name(pod)} for why nvidia-imex is not "
@@ -186,7 +177,7 @@ def _unregistered(parts: DomainParts, pod: Obj, node: str, entry: Entry | None) 
         state = "has no entry in the domain's cliques or status"
     else:
         state = f"has entry {entry.status} in {entry.source}"
-    message = f"IMEX daemon pod {ref(pod)} on {node} is Ready but {state}"
+    message = f"the IMEX daemon is Ready but {state}"
     remedy = (
         f"the daemon updates its entry by itself; see kubectl logs -n {namespace(pod)} "
         f"{name(pod)} (can it write {names.CLIQUE_PLURAL}?)"

@@ -22,8 +22,8 @@ def _not_processed(parts: DomainParts) -> Finding | None:
     if parts.daemon_set is not None:
         return None
     message = (
-        f"ComputeDomain {parts.ref} has no IMEX daemon DaemonSet "
-        f"({names.daemon_object_name(parts.uid)}): the controller has not set it up"
+        f"no IMEX daemon DaemonSet ({names.daemon_object_name(parts.uid)}): the controller "
+        "has not set the domain up"
     )
     remedy = "check that cd-controller runs and see its logs (it reports errors per domain)"
     subject = Subject("ComputeDomain", name(parts.domain), namespace(parts.domain))
@@ -42,7 +42,7 @@ def _waiting_pods(parts: DomainParts, index: Index, covered: set[str]) -> list[F
             if event is not None
             else podstate.container_problem(pod) or "not started yet"
         )
-        message = f"pod {ref(pod)} on {node} is waiting: {detail}"
+        message = f"waiting: {detail}"
         remedy = f"see kubectl describe pod -n {namespace(pod)} {name(pod)}"
         subject = Subject("Pod", name(pod), namespace(pod))
         out.append(Finding(parts.uid, Cause.NOT_READY, subject, message, remedy, node))
@@ -58,7 +58,7 @@ def _domain_not_ready(parts: DomainParts) -> Finding:
         why = f"status is {status.get('status')}"
     else:
         why = "it has no status yet (the controller has not reported on it)"
-    message = f"ComputeDomain {parts.ref} is not Ready: {why}"
+    message = f"not Ready: {why}"
     remedy = (
         f"see kubectl describe computedomain -n {namespace(parts.domain)} "
         f"{name(parts.domain)}; a domain with numNodes set waits until that many daemons "

@@ -104,7 +104,7 @@ def _finding_line(finding: Finding) -> str:
     where = str(finding.subject)
     if finding.node and finding.subject.kind != "Node":
         where += f" on node {finding.node}"
-    return f"  [{finding.cause}] {where}: {finding.message}. Fix: {finding.remedy}"
+    return f"  [{finding.cause}] {where}: {finding.message.rstrip('.')}. Fix: {finding.remedy}"
 
 
 def render_text(reports: Sequence[DomainReport]) -> str:

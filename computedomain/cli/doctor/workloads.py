@@ -69,16 +69,16 @@ def _unallocated(
         if pc.claim is None:
             subject = Subject("Pod", name(pod), namespace(pod))
             what = (
-                f"pod {ref(pod)}: its claim {pc.pod_claim!r} (template {pc.template}) does not "
-                f"exist yet; the scheduler says: {_scheduler_says(pod, index)}"
+                f"its claim {pc.pod_claim!r} (template {pc.template}) does not exist yet; the "
+                f"scheduler says: {_scheduler_says(pod, index)}"
             )
         elif section(section(pc.claim, "status"), "allocation"):
             continue
         else:
             subject = Subject("ResourceClaim", pc.claim_name, namespace(pod))
             what = (
-                f"claim {namespace(pod)}/{pc.claim_name} of pod {name(pod)} is not allocated; "
-                f"the scheduler says: {_scheduler_says(pod, index)}"
+                f"not allocated, so pod {name(pod)} waits; the scheduler says: "
+                f"{_scheduler_says(pod, index)}"
             )
         out.append(
             Finding(parts.uid, Cause.CLAIM_NOT_ALLOCATED, subject, what, _allocation_remedy(index))
@@ -100,7 +100,7 @@ def _plugin(parts: DomainParts, index: Index, node: str) -> Finding | None:
         return None
     subject = Subject("Node", node)
     if plugin is None:
-        state = f"no kubelet plugin pod runs on node {node}"
+        state = "no kubelet plugin pod runs there"
         remedy = (
             "make the plugin DaemonSet select this node: its node affinity wants a GPU label "
             "(feature.node.kubernetes.io/pci-10de.present=true or nvidia.com/gpu.present=true) "
@@ -115,9 +115,9 @@ def _plugin(parts: DomainParts, index: Index, node: str) -> Finding | None:
                 f"{namespace(plugin)} {name(plugin)}"
             )
     if not has_slice:
-        message = f"node {node} has no ResourceSlice of {names.DRIVER_NAME}: {state}"
+        message = f"no ResourceSlice of {names.DRIVER_NAME}: {state}"
         return Finding(parts.uid, Cause.PLUGIN_NOT_REGISTERED, subject, message, remedy, node)
-    message = f"the kubelet plugin on node {node} cannot prepare claims: {state}"
+    message = f"the kubelet plugin cannot prepare claims: {state}"
     return Finding(parts.uid, Cause.PLUGIN_NOT_READY, subject, message, remedy, node)
 
 
@@ -130,8 +130,8 @@ def _other_domain(parts: DomainParts, index: Index, pod: Obj, node: str) -> Find
     label = f"{names.COMPUTE_DOMAIN_LABEL}={holder}"
     if other is not None:
         message = (
-            f"node {node} belongs to ComputeDomain {other} ({label}); a node serves one domain "
-            f"at a time, so pod {ref(pod)} waits"
+            f"belongs to ComputeDomain {other} ({label}); a node serves one domain at a time, "
+            f"so pod {ref(pod)} waits"
         )
         remedy = (
             f"wait for the pods of {other} on {node} to finish, delete them, or move pod "
@@ -139,8 +139,8 @@ def _other_domain(parts: DomainParts, index: Index, pod: Obj, node: str) -> Find
         )
     else:
         message = (
-            f"node {node} carries {label}, the label of a ComputeDomain that no longer exists, "
-            f"so pod {ref(pod)} waits"
+            f"carries {label}, the label of a ComputeDomain that no longer exists, so pod "
+            f"{ref(pod)} waits"
         )
         remedy = (
             f"remove the stale label once no pod of that domain runs there: kubectl label node "
@@ -156,7 +156,7 @@ def _retrying(parts: DomainParts, index: Index, pod: Obj, node: str) -> Finding 
     if event is None:
         return None
     message = (
-        f"the kubelet plugin on {node} keeps retrying the prepare of pod {ref(pod)}: "
+        f"the kubelet plugin keeps retrying its prepare: "
         f"{podstate.clip(str(event.get('message') or ''))}"
     )
     remedy = "the plugin retries by itself; if it does not pass, see its logs on that node"
