@@ -90,12 +90,17 @@ def rows_of(flag_set: flags.FlagSet, aliases: dict[str, Row] | None = None) -> l
     return out
 
 
+def _with_klog_v(rows: list[Row]) -> list[Row]:
+    """Both programs also take klog's ``-v N`` for ``--v N`` (they rewrite argv first)."""
+    return [attrs.evolve(r, flags=("-v", *r.flags)) if r.flags == ("--v",) else r for r in rows]
+
+
 def _controller_rows(module: Any) -> list[Row]:
-    return rows_of(flags.FlagSet(module.PROG, module.OPTIONS))
+    return _with_klog_v(rows_of(flags.FlagSet(module.PROG, module.OPTIONS)))
 
 
 def _daemon_rows(module: Any) -> list[Row]:
-    return rows_of(module.flagset())
+    return _with_klog_v(rows_of(module.flagset()))
 
 
 def _plugin_rows(module: Any) -> list[Row]:

@@ -78,15 +78,19 @@ def _pending(parts: DomainParts, index: Index, pod: Obj, node: str) -> Finding:
             "check the node's taints"
         )
         return Finding(parts.uid, Cause.DAEMON_PENDING, _subject(pod), message, remedy, node)
-    detail = podstate.container_problem(pod)
+    # The plugin's own words first (why it retries the daemon claim), then the kubelet's.
+    event = index.latest_event("Pod", pod, (reasons.RETRYING,))
+    detail = _event_message(event) if event is not None else podstate.container_problem(pod)
     if detail is None:
         event = index.latest_event("Pod", pod, (reasons.FAILED_PREPARE,))
         event = event or _latest_warning(index, pod)
         detail = _event_message(event) if event is not None else None
     message = "the IMEX daemon has not started" + (f": {detail}" if detail else "")
+    plugin = next(iter(index.plugin_pods_by_node.get(node, [])), None)
+    logs = f"kubectl logs -n {namespace(plugin)} {name(plugin)}" if plugin else "its logs"
     remedy = (
-        f"see kubectl describe pod -n {namespace(pod)} {name(pod)}; its daemon claim is "
-        f"prepared by the kubelet plugin on {node or 'the node'}"
+        f"the kubelet plugin on {node or 'the node'} prepares the daemon's claim: see {logs} "
+        f"and kubectl describe pod -n {namespace(pod)} {name(pod)}"
     )
     return Finding(parts.uid, Cause.DAEMON_PENDING, _subject(pod), message, remedy, node)
 

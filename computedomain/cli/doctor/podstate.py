@@ -116,6 +116,23 @@ def not_ready_message(pod: Obj) -> str | None:
     return clip(str(text)) if text else None
 
 
+def brief(pod: Obj | None) -> str:
+    """``Running, Ready``, ``Running, not Ready (CrashLoopBackOff)``, ``Pending
+    (Unschedulable)``: the state without the messages, for one line per node."""
+    if pod is None:
+        return "no pod"
+    text = phase(pod) + (", terminating" if terminating(pod) else "")
+    if phase(pod) == "Running":
+        text += ", Ready" if ready(pod) else ", not Ready"
+    if unscheduled_message(pod):
+        return f"{text} (Unschedulable)"
+    for container in items(section(pod, "status").get("containerStatuses")):
+        waiting = section(section(container, "state"), "waiting")
+        if waiting.get("reason"):
+            return f"{text} ({waiting['reason']})"
+    return text
+
+
 def describe(pod: Obj | None) -> str:
     """``Pending (unschedulable: ...)``, ``Running, not Ready (...)``, ``Running, Ready``."""
     if pod is None:

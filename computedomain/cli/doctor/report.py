@@ -64,7 +64,7 @@ def _nodes(parts: DomainParts) -> tuple[NodeState, ...]:
     for node in sorted(nodes):
         entry = parts.entry_of(node)
         pod = parts.daemon_pod_on(node)
-        daemon = podstate.describe(pod) if pod is not None else "no pod"
+        daemon = podstate.brief(pod)
         out.append(
             NodeState(
                 node,

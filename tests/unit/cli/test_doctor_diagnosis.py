@@ -130,12 +130,31 @@ def daemon_not_started(w: o.World) -> None:
     _pending_worker(w)
     pod = o.daemon_pod("node-b", phase="Pending")
     pod["status"]["containerStatuses"] = [
-        {"name": names.DAEMON_CONTAINER, "state": {"waiting": {"reason": "ContainerCreating"}}}
+        {
+            "name": names.DAEMON_CONTAINER,
+            "state": {
+                "waiting": {
+                    "reason": "ContainerCreating",
+                    "message": "NodePrepareResources failed for claim x: error preparing ...",
+                }
+            },
+        }
     ]
     w.daemon_pods[1] = pod
     w.events.append(
-        o.event(pod, "FailedPrepareDynamicResources", "prepare daemon claim: no clique")
+        o.event(pod, "FailedPrepareDynamicResources", "NodePrepareResources failed for claim x")
     )
+    w.events.append(
+        o.event(pod, "PrepareRetrying", "fabric-imex-mgmt device: cannot read /driver-root/x")
+    )
+    w.cliques[0]["daemons"] = [o.entry("node-a", 0)]
+
+
+def daemon_not_started_quietly(w: o.World) -> None:
+    _pending_worker(w)
+    pod = o.daemon_pod("node-b", phase="Pending")
+    w.daemon_pods[1] = pod
+    w.events.append(o.event(pod, "FailedMount", "MountVolume.SetUp failed for volume x"))
     w.cliques[0]["daemons"] = [o.entry("node-a", 0)]
 
 
@@ -338,7 +357,16 @@ CASES = [
         daemon_not_started,
         Cause.DAEMON_PENDING,
         DAEMON_B,
-        ("has not started", "ContainerCreating"),
+        ("has not started", "fabric-imex-mgmt device: cannot read"),
+        ("kubectl logs -n computedomain-system computedomain-kubelet-plugin-node-b",),
+        "node-b",
+    ),
+    Case(
+        "daemon-not-started-other-warning",
+        daemon_not_started_quietly,
+        Cause.DAEMON_PENDING,
+        DAEMON_B,
+        ("has not started", "MountVolume.SetUp failed"),
         (),
         "node-b",
     ),
