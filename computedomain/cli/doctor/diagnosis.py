@@ -11,6 +11,9 @@ deterministic: the same snapshot gives the same list.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from computedomain.api import names
 from computedomain.cli.doctor import daemons, podstate, reasons, workloads
 from computedomain.cli.doctor.domainparts import DomainParts, parts_of
@@ -18,16 +21,43 @@ from computedomain.cli.doctor.findings import Cause, Finding, Subject
 from computedomain.cli.doctor.snapshot import Index, Snapshot, items, name, namespace, ref, section
 
 
-def _not_processed(parts: DomainParts) -> Finding | None:
+def _ready_condition(parts: DomainParts) -> Mapping[str, Any] | None:
+    status = section(parts.domain, "status")
+    return next((c for c in items(status.get("conditions")) if c.get("type") == "Ready"), None)
+
+
+def _domain_subject(parts: DomainParts) -> Subject:
+    return Subject("ComputeDomain", name(parts.domain), namespace(parts.domain))
+
+
+def _spec_problem(parts: DomainParts) -> Finding | None:
+    cond = _ready_condition(parts)
+    if (
+        cond is None
+        or cond.get("status") != "False"
+        or cond.get("reason") not in (reasons.SPEC_PROBLEMS)
+    ):
+        return None
+    message = podstate.clip(str(cond.get("message") or cond.get("reason")))
+    remedy = (
+        "fix it and re-create the ComputeDomain (its spec cannot change): the controller "
+        "does not retry until then"
+    )
+    return Finding(parts.uid, Cause.SPEC_PROBLEM, _domain_subject(parts), message, remedy)
+
+
+def _not_processed(parts: DomainParts, index: Index) -> Finding | None:
     if parts.daemon_set is not None:
         return None
     message = (
         f"no IMEX daemon DaemonSet ({names.daemon_object_name(parts.uid)}): the controller "
         "has not set the domain up"
     )
+    event = index.latest_event("ComputeDomain", parts.domain, (reasons.RECONCILE_FAILED,))
+    if event is not None:
+        message += f"; it reports: {podstate.clip(str(event.get('message') or ''))}"
     remedy = "check that cd-controller runs and see its logs (it reports errors per domain)"
-    subject = Subject("ComputeDomain", name(parts.domain), namespace(parts.domain))
-    return Finding(parts.uid, Cause.NOT_PROCESSED, subject, message, remedy)
+    return Finding(parts.uid, Cause.NOT_PROCESSED, _domain_subject(parts), message, remedy)
 
 
 def _waiting_pods(parts: DomainParts, index: Index, covered: set[str]) -> list[Finding]:
@@ -51,7 +81,7 @@ def _waiting_pods(parts: DomainParts, index: Index, covered: set[str]) -> list[F
 
 def _domain_not_ready(parts: DomainParts) -> Finding:
     status = section(parts.domain, "status")
-    ready = next((c for c in items(status.get("conditions")) if c.get("type") == "Ready"), None)
+    ready = _ready_condition(parts)
     if ready is not None and ready.get("message"):
         why = podstate.clip(f"{ready.get('reason') or 'NotReady'}: {ready.get('message')}")
     elif status.get("status"):
@@ -64,8 +94,7 @@ def _domain_not_ready(parts: DomainParts) -> Finding:
         f"{name(parts.domain)}; a domain with numNodes set waits until that many daemons "
         "have joined"
     )
-    subject = Subject("ComputeDomain", name(parts.domain), namespace(parts.domain))
-    return Finding(parts.uid, Cause.NOT_READY, subject, message, remedy)
+    return Finding(parts.uid, Cause.NOT_READY, _domain_subject(parts), message, remedy)
 
 
 def _unique(findings: list[Finding]) -> list[Finding]:
@@ -81,10 +110,7 @@ def _unique(findings: list[Finding]) -> list[Finding]:
 
 def diagnose_domain(parts: DomainParts, index: Index) -> list[Finding]:
     """The findings of one domain. Pure."""
-    found: list[Finding] = []
-    not_processed = _not_processed(parts)
-    if not_processed is not None:
-        found.append(not_processed)
+    found = [f for f in (_spec_problem(parts), _not_processed(parts, index)) if f is not None]
     found.extend(workloads.check(parts, index))
     found.extend(daemons.check(parts, index))
     covered = {f.node for f in found if f.node}

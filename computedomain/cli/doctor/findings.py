@@ -19,6 +19,8 @@ class Cause(enum.StrEnum):
 
     # The controller has not rendered the domain's objects (no daemon DaemonSet).
     NOT_PROCESSED = "NotProcessed"
+    # The controller cannot serve the spec: template name taken, invalid name.
+    SPEC_PROBLEM = "SpecProblem"
     # A workload pod's channel claim has no allocation: the scheduler found no device.
     CLAIM_NOT_ALLOCATED = "ClaimNotAllocated"
     # No ResourceSlice of the driver for the node: the kubelet plugin is not running there.

@@ -8,7 +8,7 @@ What is listed, and why (each list paginated by :meth:`~computedomain.kube.rest.
 - pods labelled ``resource.nvidia.com/computeDomain`` (the daemons), cluster-wide;
 - pods and ResourceClaims of the examined domains' namespaces (the workloads);
 - pods of the kubelet plugin's DaemonSets, recognised by the program they run;
-- Pod events of all those namespaces.
+- the events about pods in all those namespaces, and about ComputeDomains in theirs.
 
 Only :func:`gather` does I/O; :func:`select` and :func:`is_plugin_daemon_set` are pure. Errors
 come out as :class:`GatherError` with a message that says what could not be read.
@@ -156,8 +156,16 @@ async def gather(api: Api, scope: Scope) -> Snapshot:
     event_spaces = sorted(
         {*domain_spaces, *(namespace(p) for p in daemon_pods), *(namespace(p) for p in plugin_pods)}
     )
-    events = await _per_namespace(
-        api, resources.EVENTS, event_spaces, field_selector="involvedObject.kind=Pod"
+    pod_events, domain_events = await asyncio.gather(
+        _per_namespace(
+            api, resources.EVENTS, event_spaces, field_selector="involvedObject.kind=Pod"
+        ),
+        _per_namespace(
+            api,
+            resources.EVENTS,
+            domain_spaces,
+            field_selector=f"involvedObject.kind={names.COMPUTE_DOMAIN_KIND}",
+        ),
     )
     return Snapshot(
         domains=domains,
@@ -170,5 +178,5 @@ async def gather(api: Api, scope: Scope) -> Snapshot:
         slices=slices,
         nodes=nodes,
         plugin_pods=plugin_pods,
-        events=events,
+        events=[*pod_events, *domain_events],
     )

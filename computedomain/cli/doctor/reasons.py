@@ -10,6 +10,9 @@ rename there cannot silently blind the doctor.
 - cd-imex-daemon, on its own pod: ``IMEXSessionHeldByHost`` (``NV_ERR_IN_USE``: a host
   ``nvidia-imex.service`` holds the IMEX session), ``IMEXNoMatchingInterface``,
   ``IMEXIndexSpaceFull``, ``IndexPolicyViolation``, ``DaemonReplaced``, ``InvalidMembership``;
+- cd-controller: the ``Ready`` condition's reasons ``WorkloadTemplateConflict`` and
+  ``InvalidSpec`` (the spec cannot be served), and ``ReconcileFailed`` Warning events on the
+  ComputeDomain — :mod:`computedomain.controller.readiness` and ``controller.py``;
 - the kubelet: ``Unhealthy`` (a failed probe; the message carries what ``check`` printed),
   ``FailedPrepareDynamicResources``; the scheduler: ``FailedScheduling``.
 """
@@ -18,11 +21,16 @@ from __future__ import annotations
 
 from typing import Final
 
+from computedomain.controller import readiness
 from computedomain.kubeletplugin import waitevents
 
 # cd-kubelet-plugin
 WAITING: Final = waitevents.REASON_WAITING
 RETRYING: Final = waitevents.REASON_RETRYING
+
+# cd-controller
+SPEC_PROBLEMS: Final = (readiness.REASON_CONFLICT, readiness.REASON_INVALID)
+RECONCILE_FAILED: Final = "ReconcileFailed"
 
 # cd-imex-daemon (computedomain/daemon/hostconflict.py and events.py)
 HOST_SESSION_IN_USE: Final = "IMEXSessionHeldByHost"

@@ -237,6 +237,35 @@ def not_processed(w: o.World) -> None:
     del w.daemon_sets[0]
 
 
+def not_processed_failing(w: o.World) -> None:
+    del w.daemon_sets[0]
+    w.events.append(
+        o.event(
+            w.domains[0],
+            "ReconcileFailed",
+            "creating DaemonSet: forbidden",
+            kind="ComputeDomain",
+        )
+    )
+
+
+def spec_problem(w: o.World) -> None:
+    w.domains[0]["status"] = {
+        "status": "NotReady",
+        "conditions": [
+            {
+                "type": "Ready",
+                "status": "False",
+                "reason": "WorkloadTemplateConflict",
+                "message": "ResourceClaimTemplate team/job-channel already exists and belongs "
+                "to no ComputeDomain; delete it or choose another "
+                "spec.channel.resourceClaimTemplate.name",
+                "lastTransitionTime": o.T0,
+            }
+        ],
+    }
+
+
 def daemon_missing(w: o.World) -> None:
     w.nodes.append(o.node("node-c", domain_uid=o.UID))
 
@@ -431,6 +460,21 @@ CASES = [
         Subject("ComputeDomain", "job", o.NS),
         ("no IMEX daemon DaemonSet", names.daemon_object_name(o.UID)),
         ("cd-controller",),
+    ),
+    Case(
+        "not-processed-reconcile-failed",
+        not_processed_failing,
+        Cause.NOT_PROCESSED,
+        Subject("ComputeDomain", "job", o.NS),
+        ("it reports: creating DaemonSet: forbidden",),
+    ),
+    Case(
+        "spec-problem",
+        spec_problem,
+        Cause.SPEC_PROBLEM,
+        Subject("ComputeDomain", "job", o.NS),
+        ("already exists and belongs to no ComputeDomain",),
+        ("re-create the ComputeDomain",),
     ),
     Case(
         "daemon-missing",
