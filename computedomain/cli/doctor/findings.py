@@ -23,10 +23,9 @@ class Cause(enum.StrEnum):
     SPEC_PROBLEM = "SpecProblem"
     # A workload pod's channel claim has no allocation: the scheduler found no device.
     CLAIM_NOT_ALLOCATED = "ClaimNotAllocated"
-    # No ResourceSlice of the driver for the node: the kubelet plugin is not running there.
+    # The kubelet plugin does not serve the node: no ResourceSlice of the driver there, no
+    # plugin pod or one that is not Ready, or the kubelet says the driver is not registered.
     PLUGIN_NOT_REGISTERED = "PluginNotRegistered"
-    # The node has a slice, but the plugin pod there is not Ready: prepares cannot run.
-    PLUGIN_NOT_READY = "PluginNotReady"
     # The node carries another domain's label: one domain per node at a time.
     NODE_OF_OTHER_DOMAIN = "NodeOfOtherDomain"
     # The plugin keeps retrying a prepare for a reason other than waiting for the daemon.

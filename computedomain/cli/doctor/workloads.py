@@ -93,12 +93,27 @@ def _plugin_pod(index: Index, node: str) -> Obj | None:
     return chosen[0] if chosen else None
 
 
-def _plugin(parts: DomainParts, index: Index, node: str) -> Finding | None:
+def _kubelet_says_unregistered(index: Index, pod: Obj) -> str | None:
+    """The kubelet's own words when it found no registered plugin for our driver."""
+    marker = f"DRA driver {names.DRIVER_NAME} is not registered"
+    event = index.latest_event("Pod", pod, (reasons.FAILED_PREPARE,), contains=marker)
+    if event is not None and marker in str(event.get("message") or ""):
+        return marker
+    problem = podstate.container_problem(pod) or ""
+    return marker if marker in problem else None
+
+
+def _plugin(parts: DomainParts, index: Index, pod: Obj, node: str) -> Finding | None:
+    """Whether the kubelet plugin serves ``node``: a slice, a Ready plugin pod, and no
+    complaint of the kubelet that the driver is not registered."""
     plugin = _plugin_pod(index, node)
     has_slice = bool(index.slices_by_node.get(node))
-    if has_slice and (plugin is None or podstate.ready(plugin)):
+    kubelet = _kubelet_says_unregistered(index, pod)
+    # Without any plugin pod in sight (a plugin run outside Kubernetes, or unrecognised), a
+    # missing pod proves nothing; a slice and a quiet kubelet then mean it serves the node.
+    pods_known = bool(index.snapshot.plugin_pods)
+    if has_slice and kubelet is None and (podstate.ready(plugin) if plugin else not pods_known):
         return None
-    subject = Subject("Node", node)
     if plugin is None:
         state = "no kubelet plugin pod runs there"
         remedy = (
@@ -110,15 +125,16 @@ def _plugin(parts: DomainParts, index: Index, node: str) -> Finding | None:
         state = f"plugin pod {ref(plugin)} is {podstate.describe(plugin)}"
         remedy = f"see kubectl describe pod -n {namespace(plugin)} {name(plugin)} and its logs"
         if podstate.ready(plugin):
-            remedy = (
-                f"the plugin runs but has not published its devices: see kubectl logs -n "
-                f"{namespace(plugin)} {name(plugin)}"
-            )
+            remedy = f"see kubectl logs -n {namespace(plugin)} {name(plugin)}"
     if not has_slice:
         message = f"no ResourceSlice of {names.DRIVER_NAME}: {state}"
-        return Finding(parts.uid, Cause.PLUGIN_NOT_REGISTERED, subject, message, remedy, node)
-    message = f"the kubelet plugin cannot prepare claims: {state}"
-    return Finding(parts.uid, Cause.PLUGIN_NOT_READY, subject, message, remedy, node)
+    else:
+        message = f"the kubelet plugin does not serve the node: {state}"
+        message += " (a ResourceSlice is left over)" if plugin is None else ""
+    if kubelet is not None:
+        message += f"; the kubelet says: {kubelet}"
+    subject = Subject("Node", node)
+    return Finding(parts.uid, Cause.PLUGIN_NOT_REGISTERED, subject, message, remedy, node)
 
 
 def _other_domain(parts: DomainParts, index: Index, pod: Obj, node: str) -> Finding | None:
@@ -176,7 +192,7 @@ def check(parts: DomainParts, index: Index) -> list[Finding]:
             continue
         found = [_other_domain(parts, index, pod, node)]
         if node not in seen_nodes:
-            found.append(_plugin(parts, index, node))
+            found.append(_plugin(parts, index, pod, node))
             seen_nodes.add(node)
         found.append(_retrying(parts, index, pod, node))
         out.extend(f for f in found if f is not None)

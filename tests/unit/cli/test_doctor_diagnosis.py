@@ -99,6 +99,23 @@ def plugin_not_ready(w: o.World) -> None:
     plugin["status"]["conditions"][-1]["status"] = "False"
 
 
+def plugin_gone(w: o.World) -> None:
+    _pending_worker(w)
+    w.plugin_pods[:] = [p for p in w.plugin_pods if p["spec"]["nodeName"] != "node-b"]
+
+
+def kubelet_says_unregistered(w: o.World) -> None:
+    pod = _pending_worker(w)
+    w.events.append(
+        o.event(
+            pod,
+            "FailedPrepareDynamicResources",
+            "Failed to prepare dynamic resources: DRA driver compute-domain.nvidia.com is "
+            "not registered",
+        )
+    )
+
+
 def other_domain(w: o.World) -> None:
     _pending_worker(w)
     other = o.domain("other", uid=o.OTHER_UID)
@@ -348,9 +365,27 @@ CASES = [
     Case(
         "plugin-not-ready",
         plugin_not_ready,
-        Cause.PLUGIN_NOT_READY,
+        Cause.PLUGIN_NOT_REGISTERED,
         NODE_B,
-        ("cannot prepare claims", "not Ready"),
+        ("does not serve the node", "not Ready"),
+        (),
+        "node-b",
+    ),
+    Case(
+        "plugin-gone-slice-left-over",
+        plugin_gone,
+        Cause.PLUGIN_NOT_REGISTERED,
+        NODE_B,
+        ("no kubelet plugin pod runs there (a ResourceSlice is left over)",),
+        ("node affinity",),
+        "node-b",
+    ),
+    Case(
+        "plugin-unregistered-says-the-kubelet",
+        kubelet_says_unregistered,
+        Cause.PLUGIN_NOT_REGISTERED,
+        NODE_B,
+        ("the kubelet says: DRA driver compute-domain.nvidia.com is not registered",),
         (),
         "node-b",
     ),
