@@ -17,7 +17,8 @@ from computedomain.kube import resources
 from computedomain.sim.apiserver import testing
 from tests.integration.cli.conftest import Cluster, materialise
 from tests.unit.cli import doctor_objects as o
-from tests.unit.cli.test_doctor_diagnosis import CASES, Case, host_conflict
+from tests.unit.cli.doctor_breaks import host_conflict
+from tests.unit.cli.test_doctor_diagnosis import CASES, Case
 
 REPO = Path(__file__).resolve().parents[3]
 

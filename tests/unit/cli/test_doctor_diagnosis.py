@@ -15,6 +15,36 @@ from computedomain.api import names
 from computedomain.cli.doctor import diagnosis
 from computedomain.cli.doctor.findings import Cause, Finding, Subject
 from tests.unit.cli import doctor_objects as o
+from tests.unit.cli.doctor_breaks import (
+    claim_not_allocated,
+    claim_not_created,
+    daemon_crash_looping,
+    daemon_missing,
+    daemon_not_ready,
+    daemon_not_started,
+    daemon_not_started_quietly,
+    daemon_unregistered,
+    daemon_unschedulable,
+    domain_not_ready,
+    gone_domain,
+    host_conflict,
+    index_space_full,
+    index_space_full_event,
+    kubelet_says_unregistered,
+    no_interface,
+    no_plugin_anywhere,
+    not_processed,
+    not_processed_failing,
+    other_domain,
+    plugin_absent,
+    plugin_crashing,
+    plugin_gone,
+    plugin_not_ready,
+    prepare_retrying,
+    spec_problem,
+    unready_daemon,
+    waiting_pod,
+)
 
 Break = Callable[[o.World], None]
 
@@ -28,292 +58,6 @@ class Case:
     words: tuple[str, ...] = ()
     remedy_words: tuple[str, ...] = ()
     node: str = ""
-
-
-def _pending_worker(w: o.World, node: str = "node-b") -> dict:
-    pod = w.find("workload_pods", "worker-1")
-    pod["status"] = {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "True"}]}
-    pod["spec"]["nodeName"] = node
-    return pod
-
-
-def _unscheduled_worker(w: o.World, *, with_claim: bool = True) -> None:
-    pod = o.workload_pod("worker-2", node=None, phase="Pending")
-    pod["status"]["conditions"] = [
-        {
-            "type": "PodScheduled",
-            "status": "False",
-            "reason": "Unschedulable",
-            "message": "0/2 nodes are available: 2 cannot allocate all claims.",
-        }
-    ]
-    if with_claim:
-        pod["status"]["resourceClaimStatuses"] = [
-            {"name": "imex", "resourceClaimName": "worker-2-imex"}
-        ]
-        w.claims.append(o.claim("worker-2-imex"))
-    w.workload_pods.append(pod)
-
-
-def claim_not_allocated(w: o.World) -> None:
-    _unscheduled_worker(w)
-
-
-def claim_not_created(w: o.World) -> None:
-    _unscheduled_worker(w, with_claim=False)
-
-
-def no_plugin_anywhere(w: o.World) -> None:
-    _unscheduled_worker(w)
-    w.slices.clear()
-    w.plugin_pods.clear()
-
-
-def plugin_crashing(w: o.World) -> None:
-    _pending_worker(w)
-    w.slices[:] = [s for s in w.slices if s["spec"]["nodeName"] != "node-b"]
-    plugin = w.find("plugin_pods", "node-b")
-    plugin["status"]["conditions"][-1]["status"] = "False"
-    plugin["status"]["containerStatuses"] = [
-        {
-            "name": "kubelet-plugin",
-            "ready": False,
-            "restartCount": 5,
-            "state": {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 5m0s"}},
-            "lastState": {
-                "terminated": {"exitCode": 1, "reason": "Error", "message": "Error: no NVML"}
-            },
-        }
-    ]
-
-
-def plugin_absent(w: o.World) -> None:
-    _pending_worker(w)
-    w.slices[:] = [s for s in w.slices if s["spec"]["nodeName"] != "node-b"]
-    w.plugin_pods[:] = [p for p in w.plugin_pods if p["spec"]["nodeName"] != "node-b"]
-
-
-def plugin_not_ready(w: o.World) -> None:
-    _pending_worker(w)
-    plugin = w.find("plugin_pods", "node-b")
-    plugin["status"]["conditions"][-1]["status"] = "False"
-
-
-def plugin_gone(w: o.World) -> None:
-    _pending_worker(w)
-    w.plugin_pods[:] = [p for p in w.plugin_pods if p["spec"]["nodeName"] != "node-b"]
-
-
-def kubelet_says_unregistered(w: o.World) -> None:
-    pod = _pending_worker(w)
-    w.events.append(
-        o.event(
-            pod,
-            "FailedPrepareDynamicResources",
-            "Failed to prepare dynamic resources: DRA driver compute-domain.nvidia.com is "
-            "not registered",
-        )
-    )
-
-
-def other_domain(w: o.World) -> None:
-    _pending_worker(w)
-    other = o.domain("other", uid=o.OTHER_UID)
-    w.all_domains.append(other)
-    w.find("nodes", "node-b")["metadata"]["labels"][names.COMPUTE_DOMAIN_LABEL] = o.OTHER_UID
-
-
-def gone_domain(w: o.World) -> None:
-    _pending_worker(w)
-    w.find("nodes", "node-b")["metadata"]["labels"][names.COMPUTE_DOMAIN_LABEL] = o.OTHER_UID
-
-
-def daemon_unschedulable(w: o.World) -> None:
-    _pending_worker(w)
-    w.daemon_pods[1] = o.daemon_pod("node-b", phase="Unscheduled")
-    w.daemon_pods[1]["status"]["conditions"] = [
-        {
-            "type": "PodScheduled",
-            "status": "False",
-            "reason": "Unschedulable",
-            "message": "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) didn't match "
-            "Pod's node affinity/selector.",
-        }
-    ]
-    w.cliques[0]["daemons"] = [o.entry("node-a", 0)]
-
-
-def daemon_not_started(w: o.World) -> None:
-    _pending_worker(w)
-    pod = o.daemon_pod("node-b", phase="Pending")
-    pod["status"]["containerStatuses"] = [
-        {
-            "name": names.DAEMON_CONTAINER,
-            "state": {
-                "waiting": {
-                    "reason": "ContainerCreating",
-                    "message": "NodePrepareResources failed for claim x: error preparing ...",
-                }
-            },
-        }
-    ]
-    w.daemon_pods[1] = pod
-    w.events.append(
-        o.event(pod, "FailedPrepareDynamicResources", "NodePrepareResources failed for claim x")
-    )
-    w.events.append(
-        o.event(pod, "PrepareRetrying", "fabric-imex-mgmt device: cannot read /driver-root/x")
-    )
-    w.cliques[0]["daemons"] = [o.entry("node-a", 0)]
-
-
-def daemon_not_started_quietly(w: o.World) -> None:
-    _pending_worker(w)
-    pod = o.daemon_pod("node-b", phase="Pending")
-    w.daemon_pods[1] = pod
-    w.events.append(o.event(pod, "FailedMount", "MountVolume.SetUp failed for volume x"))
-    w.cliques[0]["daemons"] = [o.entry("node-a", 0)]
-
-
-def _third_node(w: o.World, *, max_nodes: int) -> dict:
-    w.daemon_sets[0] = o.daemon_set(max_nodes=max_nodes)
-    w.nodes.append(o.node("node-c", domain_uid=o.UID))
-    w.slices.append(o.resource_slice("node-c"))
-    w.plugin_pods.append(o.plugin_pod("node-c"))
-    pod = o.daemon_pod("node-c", ready=False)
-    w.daemon_pods.append(pod)
-    worker = o.workload_pod("worker-2", node="node-c", phase="Pending", claim_name="worker-2-imex")
-    w.workload_pods.append(worker)
-    w.claims.append(o.claim("worker-2-imex", node="node-c"))
-    return pod
-
-
-def index_space_full(w: o.World) -> None:
-    _third_node(w, max_nodes=2)
-
-
-def index_space_full_event(w: o.World) -> None:
-    pod = _third_node(w, max_nodes=18)
-    w.events.append(
-        o.event(pod, "IMEXIndexSpaceFull", "no available indices within clique " + o.CLIQUE)
-    )
-
-
-def _unready_daemon(w: o.World, node: str = "node-b") -> dict:
-    _pending_worker(w, node)
-    pod = w.find("daemon_pods", node)
-    pod["status"]["conditions"][-1]["status"] = "False"
-    for entry in w.cliques[0]["daemons"]:
-        if entry["nodeName"] == node:
-            entry["status"] = "NotReady"
-    return pod
-
-
-def daemon_not_ready(w: o.World) -> None:
-    pod = _unready_daemon(w)
-    w.events.append(
-        o.event(
-            pod,
-            "Unhealthy",
-            "Readiness probe failed: Error: IMEX daemon not ready: CONNECTING",
-        )
-    )
-
-
-def daemon_crash_looping(w: o.World) -> None:
-    pod = _unready_daemon(w)
-    pod["status"]["containerStatuses"] = [
-        {
-            "name": names.DAEMON_CONTAINER,
-            "state": {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 40s"}},
-        }
-    ]
-
-
-def host_conflict(w: o.World) -> None:
-    pod = _unready_daemon(w)
-    w.events.append(o.event(pod, "Unhealthy", "Readiness probe failed: not ready"))
-    w.events.append(
-        o.event(
-            pod,
-            "IMEXSessionHeldByHost",
-            "nvidia-imex cannot start: the IMEX session is held by a host nvidia-imex.service "
-            "(NV_ERR_IN_USE); stop and disable it on node node-b",
-        )
-    )
-
-
-def no_interface(w: o.World) -> None:
-    pod = _unready_daemon(w)
-    w.events.append(
-        o.event(pod, "IMEXNoMatchingInterface", "nvidia-imex cannot start: no local interface")
-    )
-
-
-def not_processed(w: o.World) -> None:
-    del w.daemon_sets[0]
-
-
-def not_processed_failing(w: o.World) -> None:
-    del w.daemon_sets[0]
-    w.events.append(
-        o.event(
-            w.domains[0],
-            "ReconcileFailed",
-            "creating DaemonSet: forbidden",
-            kind="ComputeDomain",
-        )
-    )
-
-
-def spec_problem(w: o.World) -> None:
-    w.domains[0]["status"] = {
-        "status": "NotReady",
-        "conditions": [
-            {
-                "type": "Ready",
-                "status": "False",
-                "reason": "WorkloadTemplateConflict",
-                "message": "ResourceClaimTemplate team/job-channel already exists and belongs "
-                "to no ComputeDomain; delete it or choose another "
-                "spec.channel.resourceClaimTemplate.name",
-                "lastTransitionTime": o.T0,
-            }
-        ],
-    }
-
-
-def daemon_missing(w: o.World) -> None:
-    w.nodes.append(o.node("node-c", domain_uid=o.UID))
-
-
-def prepare_retrying(w: o.World) -> None:
-    pod = _pending_worker(w)
-    w.events.append(
-        o.event(pod, "PrepareRetrying", "IMEX channel 0 is held by claim team/old of domain x")
-    )
-
-
-def domain_not_ready(w: o.World) -> None:
-    w.domains[0] = o.domain(
-        ready=False, num_nodes=4, condition=o.not_ready_condition("2/4 nodes ready (numNodes 4)")
-    )
-    w.all_domains[0] = w.domains[0]
-
-
-def daemon_unregistered(w: o.World) -> None:
-    w.cliques[0]["daemons"][1]["status"] = "NotReady"
-
-
-def waiting_pod(w: o.World) -> None:
-    pod = _pending_worker(w)
-    w.events.append(
-        o.event(
-            pod,
-            "ComputeDomainNotReady",
-            "Waiting for the IMEX daemon of ComputeDomain team/job on node node-b",
-        )
-    )
 
 
 DAEMON_B = Subject("Pod", "computedomain-daemon-11111111-node-b", o.DRIVER_NS)
@@ -593,7 +337,7 @@ def test_a_stale_host_conflict_event_is_ignored_once_the_daemon_is_ready() -> No
 
 def test_events_of_an_earlier_pod_of_the_same_name_do_not_count() -> None:
     def earlier(w: o.World) -> None:
-        pod = _unready_daemon(w)
+        pod = unready_daemon(w)
         old = o.event(pod, "IMEXSessionHeldByHost", "NV_ERR_IN_USE")
         old["involvedObject"]["uid"] = "an-earlier-pod"
         w.events.append(old)
@@ -603,7 +347,7 @@ def test_events_of_an_earlier_pod_of_the_same_name_do_not_count() -> None:
 
 def test_only_the_newest_probe_failure_is_quoted() -> None:
     def two(w: o.World) -> None:
-        pod = _unready_daemon(w)
+        pod = unready_daemon(w)
         w.events.append(o.event(pod, "Unhealthy", "old words", at="2026-01-01T00:00:01Z"))
         new = o.event(pod, "Unhealthy", "new words", at="2026-01-01T00:05:00Z")
         new["metadata"]["name"] += "2"

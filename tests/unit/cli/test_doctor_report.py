@@ -12,7 +12,7 @@ from computedomain.cli import main
 from computedomain.cli.doctor import command, diagnosis, gathering, report
 from computedomain.cli.doctor.findings import Cause
 from tests.unit.cli import doctor_objects as o
-from tests.unit.cli.test_doctor_diagnosis import host_conflict
+from tests.unit.cli.doctor_breaks import host_conflict
 
 
 def _reports(world: o.World) -> list[report.DomainReport]:
