@@ -64,12 +64,12 @@ async def api(kubeconfig: Path) -> AsyncIterator[Api]:
         await client.close()
 
 
-async def _namespace(api: Api, name: str) -> str:
+async def create_namespace(api: Api, name: str) -> str:
     await api.create(resources.NAMESPACES, {"metadata": {"name": name}})
     return name
 
 
-async def _domain(api: Api, ns: str, name: str) -> dict[str, Any]:
+async def create_domain(api: Api, ns: str, name: str) -> dict[str, Any]:
     body = {
         "apiVersion": names.GROUP_VERSION,
         "kind": names.COMPUTE_DOMAIN_KIND,
@@ -79,9 +79,12 @@ async def _domain(api: Api, ns: str, name: str) -> dict[str, Any]:
     return await api.create(resources.COMPUTE_DOMAINS, body, ns)
 
 
-async def _workload(api: Api, ns: str, domain: str, node_selector: dict[str, str]) -> None:
+async def create_workload(
+    api: Api, ns: str, domain: str, node_selector: dict[str, str], *, name: str = "worker"
+) -> None:
+    """A pod of ``domain`` that sleeps, with a channel claim from the domain's template."""
     body = {
-        "metadata": {"name": "worker", "namespace": ns},
+        "metadata": {"name": name, "namespace": ns},
         "spec": {
             "nodeSelector": node_selector,
             "containers": [
@@ -98,19 +101,23 @@ async def _workload(api: Api, ns: str, domain: str, node_selector: dict[str, str
     await api.create(resources.PODS, body, ns)
 
 
-async def _diagnosed(kubeconfig: Path, ns: str, domain: str, cause: Cause) -> Finding:
+async def diagnosed(
+    kubeconfig: Path, ns: str, domain: str, cause: Cause, *, within: float = DEADLINE
+) -> Finding:
     """Run the doctor until it names ``cause`` for the domain; fail at the deadline with its
     last answer."""
     config = ClientConfig(kubeconfig=str(kubeconfig))
     last: list[DomainReport] = []
-    async with asyncio.timeout(DEADLINE):
-        while True:
-            last = await command.diagnose_cluster(config, gathering.Scope(ns, domain))
-            found = [f for r in last for f in r.findings if f.cause is cause]
-            if found:
-                return found[0]
-            await asyncio.sleep(0.5)
-    pytest.fail(f"doctor did not name {cause}: {last}")  # pragma: no cover
+    try:
+        async with asyncio.timeout(within):
+            while True:
+                last = await command.diagnose_cluster(config, gathering.Scope(ns, domain))
+                found = [f for r in last for f in r.findings if f.cause is cause]
+                if found:
+                    return found[0]
+                await asyncio.sleep(0.5)
+    except TimeoutError:
+        pytest.fail(f"doctor did not name {cause} within {within:g}s: {last}")
 
 
 def _doctor_cli(kubeconfig: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -122,12 +129,12 @@ def _doctor_cli(kubeconfig: Path, *args: str) -> subprocess.CompletedProcess[str
 
 
 async def test_a_node_the_plugin_left_is_named(api: Api, kubeconfig: Path) -> None:
-    ns = await _namespace(api, "plugin-gone")
+    ns = await create_namespace(api, "plugin-gone")
     patch = {"metadata": {"labels": {"nvidia.com/gpu.present": None}}}
     await api.patch(resources.NODES, "r0n0", patch)
-    await _domain(api, ns, "job")
-    await _workload(api, ns, "job", {"kubernetes.io/hostname": "r0n0"})
-    finding = await _diagnosed(kubeconfig, ns, "job", Cause.PLUGIN_NOT_REGISTERED)
+    await create_domain(api, ns, "job")
+    await create_workload(api, ns, "job", {"kubernetes.io/hostname": "r0n0"})
+    finding = await diagnosed(kubeconfig, ns, "job", Cause.PLUGIN_NOT_REGISTERED)
     assert finding.subject.name == "r0n0"
     assert "no kubelet plugin pod runs there" in finding.message
     assert "GPU label" in finding.remedy
@@ -138,13 +145,13 @@ async def test_a_node_the_plugin_left_is_named(api: Api, kubeconfig: Path) -> No
 
 
 async def test_a_node_of_another_domain_is_named(api: Api, kubeconfig: Path) -> None:
-    ns = await _namespace(api, "taken")
-    other = await _domain(api, ns, "other")
+    ns = await create_namespace(api, "taken")
+    other = await create_domain(api, ns, "other")
     patch = {"metadata": {"labels": {names.COMPUTE_DOMAIN_LABEL: other["metadata"]["uid"]}}}
     await api.patch(resources.NODES, "r0n1", patch)
-    await _domain(api, ns, "job")
-    await _workload(api, ns, "job", {"kubernetes.io/hostname": "r0n1"})
-    finding = await _diagnosed(kubeconfig, ns, "job", Cause.NODE_OF_OTHER_DOMAIN)
+    await create_domain(api, ns, "job")
+    await create_workload(api, ns, "job", {"kubernetes.io/hostname": "r0n1"})
+    finding = await diagnosed(kubeconfig, ns, "job", Cause.NODE_OF_OTHER_DOMAIN)
     assert finding.subject.name == "r0n1"
     assert f"belongs to ComputeDomain {ns}/other" in finding.message
     result = _doctor_cli(kubeconfig, "-n", ns, "job")
@@ -153,7 +160,7 @@ async def test_a_node_of_another_domain_is_named(api: Api, kubeconfig: Path) -> 
 
 
 async def test_an_unschedulable_daemon_pod_is_named(api: Api, kubeconfig: Path) -> None:
-    ns = await _namespace(api, "no-daemon-slot")
+    ns = await create_namespace(api, "no-daemon-slot")
     thief = {
         "metadata": {"name": "holds-daemon-0", "namespace": ns},
         "spec": {
@@ -174,17 +181,17 @@ async def test_an_unschedulable_daemon_pod_is_named(api: Api, kubeconfig: Path) 
         },
     }
     await api.create(resources.PODS, holder, ns)
-    await _domain(api, ns, "job")
-    await _workload(api, ns, "job", {"kubernetes.io/hostname": "r1n0"})
-    finding = await _diagnosed(kubeconfig, ns, "job", Cause.DAEMON_PENDING)
+    await create_domain(api, ns, "job")
+    await create_workload(api, ns, "job", {"kubernetes.io/hostname": "r1n0"})
+    finding = await diagnosed(kubeconfig, ns, "job", Cause.DAEMON_PENDING)
     assert finding.node == "r1n0"
     assert "cannot be scheduled" in finding.message
     assert "nodes are available" in finding.message
 
 
 async def test_an_unallocatable_claim_is_named(api: Api, kubeconfig: Path) -> None:
-    ns = await _namespace(api, "nowhere")
-    await _domain(api, ns, "job")
-    await _workload(api, ns, "job", {"example.com/no-such-label": "true"})
-    finding = await _diagnosed(kubeconfig, ns, "job", Cause.CLAIM_NOT_ALLOCATED)
+    ns = await create_namespace(api, "nowhere")
+    await create_domain(api, ns, "job")
+    await create_workload(api, ns, "job", {"example.com/no-such-label": "true"})
+    finding = await diagnosed(kubeconfig, ns, "job", Cause.CLAIM_NOT_ALLOCATED)
     assert "the scheduler says: 0/4 nodes are available" in finding.message
