@@ -112,7 +112,8 @@ def _plugin(parts: DomainParts, index: Index, pod: Obj, node: str) -> Finding | 
     # Without any plugin pod in sight (a plugin run outside Kubernetes, or unrecognised), a
     # missing pod proves nothing; a slice and a quiet kubelet then mean it serves the node.
     pods_known = bool(index.snapshot.plugin_pods)
-    if has_slice and kubelet is None and (podstate.ready(plugin) if plugin else not pods_known):
+    serving = plugin is not None and podstate.ready(plugin) and not podstate.terminating(plugin)
+    if has_slice and kubelet is None and (serving if plugin else not pods_known):
         return None
     if plugin is None:
         state = "no kubelet plugin pod runs there"
@@ -124,7 +125,7 @@ def _plugin(parts: DomainParts, index: Index, pod: Obj, node: str) -> Finding | 
     else:
         state = f"plugin pod {ref(plugin)} is {podstate.describe(plugin)}"
         remedy = f"see kubectl describe pod -n {namespace(plugin)} {name(plugin)} and its logs"
-        if podstate.ready(plugin):
+        if serving:
             remedy = f"see kubectl logs -n {namespace(plugin)} {name(plugin)}"
     if not has_slice:
         message = f"no ResourceSlice of {names.DRIVER_NAME}: {state}"

@@ -5,8 +5,9 @@ server through the real client.
 (the same builders the unit tables use) on the server, status included, in dependency order:
 the domains first, so their server-assigned UIDs can replace the placeholders in every other
 object (labels, names, opaque configs); the pods before the events about them, for the same
-reason. The fixture deletes what a test created, so the cluster-scoped objects (nodes,
-slices) of one test never reach the next.
+reason. An object the world shows as terminating (``deletionTimestamp``) is created with a
+finalizer and then deleted, as a real one gets there. The fixture deletes what a test created,
+so the cluster-scoped objects (nodes, slices) of one test never reach the next.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ ORDER: tuple[tuple[str, Resource], ...] = (
     ("plugin_pods", resources.PODS),
     ("workload_pods", resources.PODS),
 )
-WITH_STATUS = {"daemon_sets", "claims", "daemon_pods", "plugin_pods", "workload_pods"}
+HOLD: str = "doctor.test/hold"  # the finalizer that keeps a deleted object terminating
 
 
 @pytest.fixture(scope="module")
@@ -73,6 +74,8 @@ async def cluster(apiserver: testing.RunningServer, crds: None) -> AsyncIterator
     finally:
         for resource, name, namespace in reversed(found.created):
             with contextlib.suppress(errors.NotFound):
+                patch = {"metadata": {"finalizers": None}}
+                await api.patch(resource, name, patch, namespace=namespace)
                 await api.delete(resource, name, namespace, grace_period_seconds=0)
         await api.close()
 
@@ -87,7 +90,12 @@ def _replace(objects: list[dict[str, Any]], uids: dict[str, str]) -> list[dict[s
 
 async def _create(cluster: Cluster, resource: Resource, obj: dict[str, Any]) -> dict[str, Any]:
     body = {k: v for k, v in obj.items() if k != "status"}
-    body["metadata"] = {k: v for k, v in obj["metadata"].items() if k != "uid"}
+    terminating = "deletionTimestamp" in obj["metadata"]
+    body["metadata"] = {
+        k: v for k, v in obj["metadata"].items() if k not in ("uid", "deletionTimestamp")
+    }
+    if terminating:
+        body["metadata"]["finalizers"] = [HOLD]
     namespace = obj["metadata"].get("namespace") if resource.namespaced else None
     created = await cluster.api.create(resource, body, namespace)
     cluster.created.append((resource, created["metadata"]["name"], namespace))
@@ -97,6 +105,8 @@ async def _create(cluster: Cluster, resource: Resource, obj: dict[str, Any]) -> 
     if "status" in obj:
         created["status"] = obj["status"]
         created = await cluster.api.update_status(resource, created)
+    if terminating:
+        await cluster.api.delete(resource, created["metadata"]["name"], namespace)
     return created
 
 

@@ -81,6 +81,11 @@ def plugin_not_ready(w: o.World) -> None:
     plugin["status"]["conditions"][-1]["status"] = "False"
 
 
+def plugin_terminating(w: o.World) -> None:
+    pending_worker(w)
+    w.find("plugin_pods", "node-b")["metadata"]["deletionTimestamp"] = o.T0
+
+
 def plugin_gone(w: o.World) -> None:
     pending_worker(w)
     w.plugin_pods[:] = [p for p in w.plugin_pods if p["spec"]["nodeName"] != "node-b"]
