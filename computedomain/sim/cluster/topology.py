@@ -2,7 +2,9 @@
 
 Called by :mod:`.cluster`. Pure. Each rack is one NVLink domain: its nodes share a clique
 (``FAKE_NVML_CLIQUE=<cluster UUID>.<rack>``) and carry the labels a GPU node has
-(``nvidia.com/gpu.present``, the GPU Feature Discovery clique label) plus the rack.
+(``nvidia.com/gpu.present``, the GPU Feature Discovery clique label) plus the rack. The
+driver files of the profile (``/proc/devices`` and, with a fabric, the ``fabric-imex-mgmt``
+capability the kubelet plugin reads for daemon claims) go on every node.
 """
 
 from __future__ import annotations
@@ -12,9 +14,11 @@ from collections.abc import Callable
 
 import attrs
 
+from computedomain.api import names
+from computedomain.nvml import fake
 from computedomain.sim.kubelet.node import NodeConfig
 
-__all__ = ["CLIQUE_LABEL", "RACK_LABEL", "Topology", "nodes"]
+__all__ = ["CLIQUE_LABEL", "RACK_LABEL", "Topology", "driver_files", "nodes"]
 
 RACK_LABEL = "computedomain.sim/rack"
 CLIQUE_LABEL = "nvidia.com/gpu.clique"
@@ -51,8 +55,18 @@ class Topology:
         return f"{self.cluster_uuid}.{rack}"
 
 
+def driver_files(profile: str) -> dict[str, str]:
+    """The driver's files on a node of ``profile``, by node path. Pure; raises ConfigError (a
+    ValueError) for an unknown profile."""
+    hardware = fake.FakeNvml(fake.parse_profile(profile))
+    if not hardware.has_fabric:
+        return {}
+    return {names.FABRIC_IMEX_MGMT_PATH: fake.fabric_imex_mgmt_text()}
+
+
 def nodes(topology: Topology, address_of: Callable[[int], str]) -> list[NodeConfig]:
     """The node configs, rack by rack (``r<rack>n<index>``). Pure given ``address_of``."""
+    files = driver_files(topology.profile)
     out: list[NodeConfig] = []
     for rack in range(topology.racks):
         for index in range(topology.nodes_per_rack):
@@ -68,6 +82,8 @@ def nodes(topology: Topology, address_of: Callable[[int], str]) -> list[NodeConf
                         RACK_LABEL: f"r{rack}",
                     },
                     env={"FAKE_NVML_PROFILE": topology.profile, "FAKE_NVML_CLIQUE": clique},
+                    proc_devices=fake.proc_devices_text(),
+                    driver_files=files,
                 )
             )
     return out

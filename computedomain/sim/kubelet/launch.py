@@ -57,6 +57,7 @@ PATH_ENV: Mapping[str, str] = {
     "/var/run/cdi": "CDI_ROOT",
     "/var/lib/kubelet/plugins": "KUBELET_PLUGINS_DIRECTORY_PATH",
     "/var/lib/kubelet/plugins_registry": "KUBELET_REGISTRAR_DIRECTORY_PATH",
+    "/driver-root": "DRIVER_ROOT_CTR_PATH",
 }
 ENV_ISOLATION = "CD_SIM_ISOLATION"
 ENV_DEV_DIR = "CD_SIM_DEV_DIR"  # pathmap: where the container's /dev additions are

@@ -1,10 +1,13 @@
 """A simulated node's identity in the API and on disk: the Node object, its heartbeat, and the
-boot id and ``/proc/devices`` files the plugin reads.
+files the kubelet plugin reads from the node (boot id, ``/proc/devices``, the driver's
+capability files under ``/proc/driver/nvidia``).
 
 Called by :mod:`.kubelet`. :class:`NodeConfig` is what the cluster decides about a node
 (labels, taints, address, simulated hardware); :class:`NodeAgent` registers the Node (create, or
 update a leftover one), keeps its Ready condition fresh every ``heartbeat`` seconds, can mark it
 NotReady (fault tests), and on :meth:`NodeAgent.new_boot` writes a new boot id (a reboot).
+The node files are written at registration and again at every boot, as the kernel and the
+driver recreate them.
 """
 
 from __future__ import annotations
@@ -45,6 +48,8 @@ class NodeConfig:
     taints: tuple[Mapping[str, str], ...] = ()
     env: Mapping[str, str] = attrs.field(factory=dict)  # simulated hardware, for every container
     proc_devices: str = DEFAULT_PROC_DEVICES
+    # Driver files by absolute node path (e.g. the fabric-imex-mgmt capability), with contents.
+    driver_files: Mapping[str, str] = attrs.field(factory=dict)
 
 
 def node_object(
@@ -128,15 +133,26 @@ class NodeAgent:
         return path.read_text().strip()
 
     def new_boot(self) -> str:
-        """Write a new boot id and the node's /proc/devices; returns the id (a reboot)."""
+        """Write a new boot id and the node's files; returns the id (a reboot)."""
         self.paths.create()
         boot = str(uuid.uuid4())
         files.atomic_write(self.paths.boot_id_file, f"{boot}\n".encode())
-        files.atomic_write(self.paths.proc_devices_file, self.config.proc_devices.encode())
+        self.write_node_files()
         return boot
 
+    def write_node_files(self) -> None:
+        """Write ``/proc/devices`` and the driver files at their node paths. Idempotent."""
+        files.atomic_write(self.paths.proc_devices_file, self.config.proc_devices.encode())
+        for node_path, text in self.config.driver_files.items():
+            target = self.paths.host(node_path)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            files.atomic_write(target, text.encode())
+
     async def register(self) -> None:
-        """Create the Node, or bring a leftover one up to date. Raises API errors."""
+        """Write the node files, then create the Node, or bring a leftover one up to date.
+        Raises API errors."""
+        self.paths.create()
+        self.write_node_files()
         body = node_object(
             self.config, self.boot_id(), timestamp(self.clock.time()), ready=self.ready
         )

@@ -211,3 +211,18 @@ def test_host_network_pod_has_no_private_hosts_file() -> None:
     context = ctx(Isolation.MOUNTNS, pod)
     spec = build(PLUGIN, context, IMAGE, cdi.ContainerEdits(), volume_sources(pod, context))
     assert all(m.target != "/etc/hosts" for m in spec.mounts)
+
+
+def test_pathmap_tells_the_plugin_where_the_driver_root_is_mounted() -> None:
+    pod = {
+        **PLUGIN_POD,
+        "spec": {"volumes": [{"name": "driver-root", "hostPath": {"path": "/"}}]},
+    }
+    container = {
+        "name": "kubelet-plugin",
+        "command": ["cd-kubelet-plugin"],
+        "volumeMounts": [{"name": "driver-root", "mountPath": "/driver-root", "readOnly": True}],
+    }
+    context = ctx(Isolation.PATHMAP, pod)
+    spec = build(container, context, IMAGE, NO_EDITS, volume_sources(pod, context))
+    assert spec.env["DRIVER_ROOT_CTR_PATH"] == str(ROOT)
