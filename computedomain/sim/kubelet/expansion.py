@@ -1,15 +1,17 @@
-"""Kubernetes' ``$(VAR)`` expansion in container env values, command and args.
+"""Kubernetes' ``$(VAR)`` expansion in container env values, command and args, and in exec
+probe commands.
 
-Called by :mod:`.launch`. Pure. As the kubelet does it: ``$(NAME)`` becomes the value of
-``NAME`` if it is defined and stays as written otherwise, ``$$`` becomes ``$``, and any other
-``$`` is kept.
+Called by :mod:`.launch` and :mod:`.probers`. Pure. As the kubelet does it: ``$(NAME)``
+becomes the value of ``NAME`` if it is defined and stays as written otherwise, ``$$`` becomes
+``$``, and any other ``$`` is kept.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
-__all__ = ["expand"]
+__all__ = ["expand", "static_variables"]
 
 
 def expand(text: str, variables: Mapping[str, str]) -> str:
@@ -38,3 +40,16 @@ def expand(text: str, variables: Mapping[str, str]) -> str:
             out.append(char)
             i += 1
     return "".join(out)
+
+
+def static_variables(container: Mapping[str, Any]) -> dict[str, str]:
+    """The variables an exec probe's command is expanded with. Pure.
+
+    The kubelet expands probe commands with the container's ``env`` as written, not as
+    resolved: each name maps to its literal ``value`` (unexpanded), and a ``valueFrom`` variable
+    maps to the empty string.
+    """
+    return {
+        str(item.get("name", "")): str(item.get("value") or "")
+        for item in container.get("env") or []
+    }

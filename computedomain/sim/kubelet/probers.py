@@ -18,6 +18,7 @@ import grpc.aio
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from . import isolation
+from .expansion import expand, static_variables
 from .launch import Isolation
 from .probes import ProbeSpec
 
@@ -71,7 +72,8 @@ async def run_probe(spec: ProbeSpec, target: ProbeTarget) -> tuple[bool, str]:
 
 
 async def _exec(handler: Mapping[str, Any], limit: float, target: ProbeTarget) -> tuple[bool, str]:
-    argv = [str(a) for a in handler.get("command") or []]
+    variables = static_variables(target.container)
+    argv = [expand(str(a), variables) for a in handler.get("command") or []]
     if not argv:
         return False, "exec probe without a command"
     argv[0] = target.commands.get(argv[0], argv[0])

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
+from computedomain.sim.kubelet import probers
+from computedomain.sim.kubelet.launch import Isolation
 from computedomain.sim.kubelet.probes import ProbeKind, ProbeResult, ProbeSpec, ProbeState
 
 
@@ -72,3 +76,28 @@ def test_liveness_fails_after_failure_threshold_consecutive_failures() -> None:
     s = spec(failureThreshold=3)
     U, S, F = ProbeResult.UNKNOWN, ProbeResult.SUCCESS, ProbeResult.FAILURE
     assert run(ProbeState.initial(ProbeKind.LIVENESS), s, "--+---") == [U, U, S, S, S, F]
+
+
+async def test_exec_probe_commands_are_expanded_with_the_static_env() -> None:
+    """As the kubelet does: literal values expand, valueFrom variables expand to nothing."""
+    container = {
+        "name": "daemon",
+        "env": [
+            {"name": "LOG_VERBOSITY", "value": "4"},
+            {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+        ],
+        "readinessProbe": {
+            "exec": {"command": ["echo", "-v", "$(LOG_VERBOSITY)", "[$(POD_IP)]", "$(NONE)"]}
+        },
+    }
+    probe = ProbeSpec.from_container(container, ProbeKind.READINESS)
+    assert probe is not None
+    target = probers.ProbeTarget(
+        container=container,
+        pod_ip="127.9.0.1",
+        pid=os.getpid(),
+        env={"PATH": os.environ["PATH"]},
+        isolation_mode=Isolation.PATHMAP,
+        commands={},
+    )
+    assert await probers.run_probe(probe, target) == (True, "-v 4 [] $(NONE)")
