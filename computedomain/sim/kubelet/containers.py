@@ -3,10 +3,11 @@
 Called by :mod:`.podworker`, one :class:`ContainerRunner` per container of a pod. It starts the
 process through :mod:`.runtime` (the launch spec is built fresh for every start by the pod
 worker's callback), runs the startup probe and, once that has passed, the liveness and readiness
-probes on their schedules (:mod:`.probers`), restarts the container as ``restartPolicy`` says
-after the CrashLoopBackOff delay, and keeps a :class:`.status.ContainerRecord` that the pod
-worker turns into the pod's status (``on_change`` is called after every change). Time comes
-from an injectable clock.
+probes on their schedules (:mod:`.probers`), reports every failed probe run as the kubelet's
+``Unhealthy`` Warning event (``Readiness probe failed: <output>``) through ``on_event``,
+restarts the container as ``restartPolicy`` says after the CrashLoopBackOff delay, and keeps a
+:class:`.status.ContainerRecord` that the pod worker turns into the pod's status (``on_change``
+is called after every change). Time comes from an injectable clock.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from .launch import Image, LaunchError, LaunchSpec
 from .probes import ProbeKind, ProbeResult, ProbeSpec, ProbeState
 from .status import ContainerRecord, State
 
-__all__ = ["ContainerRunner", "rfc3339"]
+__all__ = ["ContainerRunner", "probe_failed_message", "rfc3339"]
 
 _log = logs.get_logger(__name__)
 
@@ -36,6 +37,11 @@ _log = logs.get_logger(__name__)
 def rfc3339(epoch: float) -> str:
     """A Kubernetes timestamp (RFC 3339, seconds, UTC). Pure."""
     return datetime.datetime.fromtimestamp(epoch, tz=datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def probe_failed_message(kind: ProbeKind, output: str) -> str:
+    """The kubelet's ``Unhealthy`` event message: ``Readiness probe failed: <output>``. Pure."""
+    return f"{str(kind).capitalize()} probe failed: {output}"
 
 
 @attrs.define
@@ -53,6 +59,7 @@ class ContainerRunner:
     log_file: Path
     pid_dir: Path | None
     on_change: Callable[[], None]
+    on_event: Callable[[str, str, str], None] = lambda _type, _reason, _message: None
     grace: float = 30.0  # terminationGracePeriodSeconds, used when a probe kills the container
     restarts_before: int = 0  # restarts of this container before a node reboot
     record: ContainerRecord = attrs.field(init=False)
@@ -197,6 +204,8 @@ class ContainerRunner:
         await self.clock.sleep(spec.initial_delay)
         while True:
             success, message = await probers.run_probe(spec, target)
+            if not success:
+                self.on_event("Warning", "Unhealthy", probe_failed_message(spec.kind, message))
             state = self._probes[spec.kind].observe(spec, success)
             self._probes[spec.kind] = state
             if spec.kind is ProbeKind.READINESS and (state.result is ProbeResult.SUCCESS) != (

@@ -350,6 +350,7 @@ class PodWorker:
             log_file=log_dir / name / "0.log",
             pid_dir=self.ctx.pid_dir,
             on_change=self._dirty.set,
+            on_event=self._event,
             grace=grace,
             restarts_before=self.restarts_before.get(name, 0),
         )

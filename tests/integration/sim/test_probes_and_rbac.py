@@ -4,10 +4,11 @@ a container reaches the API server with its kubeconfig and RBAC decides what it 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from computedomain.kube.resources import PODS, ROLE_BINDINGS, ROLES, SERVICE_ACCOUNTS
 
-from .helpers import eventually, log_of, namespace, pod, ready_pod, running_cluster
+from .helpers import events_for, eventually, log_of, namespace, pod, ready_pod, running_cluster
 
 SERVERS = """
 import asyncio, os, http.server, threading
@@ -49,10 +50,29 @@ async def test_http_tcp_and_grpc_probes_reach_the_pod(tmp_path: Path) -> None:
             "readinessProbe": {"httpGet": {"path": "/readyz", "port": "http"}, "periodSeconds": 1},
         }
         await api.create(PODS, pod("served", ns, SERVERS, container=container))
+        # An exec probe's command is expanded from the container's env like the kubelet does,
+        # and each failed run is an Unhealthy event quoting what the probe printed.
+        failing = {
+            "env": [{"name": "LEVEL", "value": "4"}],
+            "readinessProbe": {
+                "exec": {"command": ["sh", "-c", "echo not ready at level $(LEVEL); exit 1"]},
+                "periodSeconds": 1,
+            },
+        }
+        await api.create(
+            PODS, pod("unready", ns, "import time; time.sleep(600)", container=failing)
+        )
         ready = await ready_pod(api, "served", ns, within=60)
         (status,) = ready["status"]["containerStatuses"]
         assert status["started"] is True
         assert status["restartCount"] == 0
+
+        async def unhealthy() -> list[dict[str, Any]]:
+            return [e for e in await events_for(api, ns, "unready") if e["reason"] == "Unhealthy"]
+
+        (event, *_) = await eventually(unhealthy, within=60, what="an Unhealthy event")
+        assert event["type"] == "Warning"
+        assert event["message"] == "Readiness probe failed: not ready at level 4"
 
 
 # python3 is the virtual environment's: the simulated image puts its bin directory on PATH.
