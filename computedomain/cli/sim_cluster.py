@@ -21,6 +21,7 @@ from computedomain.sim.cluster import report, service
 from computedomain.sim.cluster.cluster import DEFAULT_MANIFESTS, ClusterConfig
 from computedomain.sim.cluster.layout import StateLayout
 from computedomain.sim.cluster.topology import Topology
+from computedomain.sim.imex import wrappers
 from computedomain.sim.kubelet.launch import Isolation
 
 if TYPE_CHECKING:
@@ -48,7 +49,9 @@ def register(commands: Commands) -> None:
             "--manifests", type=Path, default=DEFAULT_MANIFESTS, help="kustomization to install"
         )
         parser.add_argument(
-            "--imex-path", help="directory of the nvidia-imex stand-ins (put first on PATH)"
+            "--imex-path",
+            help="directory with nvidia-imex and nvidia-imex-ctl, put first on the daemons' PATH "
+            "(default: the simulation's stand-ins, see 'computedomain sim imex-path')",
         )
         parser.add_argument(
             "--isolation",
@@ -104,19 +107,25 @@ def run_up(args: argparse.Namespace) -> int:
     return 0
 
 
+def cluster_config(args: argparse.Namespace) -> ClusterConfig:
+    """The cluster ``sim run`` hosts. Without ``--imex-path`` the daemons run the IMEX
+    stand-ins (their wrapper directory is created). Raises ValueError for a bad topology."""
+    return ClusterConfig(
+        state_dir=args.state_dir,
+        topology=Topology(
+            args.racks, args.nodes_per_rack, args.profile, seed=str(args.state_dir.resolve())
+        ),
+        manifests=args.manifests,
+        imex_path=args.imex_path or str(wrappers.ensure()),
+        isolation=Isolation(args.isolation) if args.isolation else None,
+        port=args.port,
+    )
+
+
 def run_run(args: argparse.Namespace) -> int:
     logs.setup(0, "sim")
     try:
-        config = ClusterConfig(
-            state_dir=args.state_dir,
-            topology=Topology(
-                args.racks, args.nodes_per_rack, args.profile, seed=str(args.state_dir.resolve())
-            ),
-            manifests=args.manifests,
-            imex_path=args.imex_path,
-            isolation=Isolation(args.isolation) if args.isolation else None,
-            port=args.port,
-        )
+        config = cluster_config(args)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

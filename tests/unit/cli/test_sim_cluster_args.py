@@ -1,0 +1,32 @@
+"""``computedomain sim up|run`` arguments: what cluster they ask for."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from computedomain.api import names
+from computedomain.cli import main, sim_cluster
+
+
+def test_the_daemons_get_the_imex_stand_ins_by_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    args = main.build_parser().parse_args(["sim", "run", f"--state-dir={tmp_path / 's'}"])
+    config = sim_cluster.cluster_config(args)
+    assert config.imex_path is not None
+    directory = Path(config.imex_path)
+    assert directory.is_relative_to(tmp_path / "cache")
+    for binary in (names.IMEX_BINARY, names.IMEX_CTL_BINARY):
+        assert (directory / binary).is_file()
+
+
+def test_an_explicit_imex_path_wins(tmp_path: Path) -> None:
+    args = main.build_parser().parse_args(
+        ["sim", "up", f"--state-dir={tmp_path}", "--imex-path=/opt/imex/bin", "--racks=3"]
+    )
+    config = sim_cluster.cluster_config(args)
+    assert config.imex_path == "/opt/imex/bin"
+    assert config.topology.racks == 3
