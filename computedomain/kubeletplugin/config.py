@@ -6,7 +6,9 @@ default is the production path. Additions (ours): ``--nvml-backend``/``NVML_BACK
 ``--fake-nvml-profile``/``FAKE_NVML_PROFILE``, ``--fake-nvml-clique``/``FAKE_NVML_CLIQUE``,
 ``--boot-id-path``/``BOOT_ID_PATH``, ``--channel-strategy-map``/``CHANNEL_STRATEGY_MAP``,
 ``--nvidia-ctk-path``/``NVIDIA_CTK_PATH``, ``--cleanup-interval``/``CLEANUP_INTERVAL`` and
-``--alt-proc-devices-path`` as the flag twin of upstream's ``ALT_PROC_DEVICES_PATH``.
+``--alt-proc-devices-path`` as the flag twin of upstream's ``ALT_PROC_DEVICES_PATH``, and
+``--pod-ip``/``POD_IP`` (the DaemonSet's downward API): the gRPC health and HTTP endpoints listen
+on the pod's own address when it is known, as every probe and scrape goes to the pod IP.
 
 :func:`parse` is pure over ``argv`` and an environment mapping; a flag beats its environment
 variable, which beats the default. Every error is a ConfigError naming the flag and variable.
@@ -17,6 +19,7 @@ Values are read with :mod:`computedomain.runtime.flags`' parsers (Go durations, 
 from __future__ import annotations
 
 import argparse
+import ipaddress
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
@@ -46,6 +49,14 @@ OPTIONS: Final = (
     Option("node_name", ("--node-name",), ("NODE_NAME",), None, "this node's name (required)"),
     Option("namespace", ("--namespace",), ("NAMESPACE",), "default", "the driver namespace"),
     Option("http_endpoint", ("--http-endpoint",), ("HTTP_ENDPOINT",), "", "metrics host:port"),
+    Option(
+        "pod_ip",
+        ("--pod-ip",),
+        ("POD_IP",),
+        "",
+        "this pod's IP: health and metrics listen on it when HTTP_ENDPOINT names no host "
+        "(empty: all addresses)",
+    ),
     Option("metrics_path", ("--metrics-path",), ("METRICS_PATH",), "/metrics", "metrics path"),
     Option("cdi_root", ("--cdi-root",), ("CDI_ROOT",), "/etc/cdi", "CDI spec directory"),
     Option(
@@ -181,6 +192,20 @@ class Config:
     channel_strategy_map: Mapping[str, str]
     nvidia_ctk_path: str
     cleanup_interval: float
+    pod_ip: str = ""
+
+    @property
+    def health_address(self) -> str:
+        """Where the gRPC health service listens: ``<pod IP>:<port>``, else all addresses."""
+        return f"{_host(self.pod_ip) if self.pod_ip else '[::]'}:{self.healthcheck_port}"
+
+    @property
+    def http_address(self) -> str:
+        """``HTTP_ENDPOINT`` with the pod IP as its host when it names none (``:8081``)."""
+        host, sep, port = self.http_endpoint.rpartition(":")
+        if sep and not host and self.pod_ip:
+            return f"{_host(self.pod_ip)}:{port}"
+        return self.http_endpoint
 
     @property
     def plugin_dir(self) -> Path:
@@ -213,6 +238,11 @@ class Config:
         if self.proc_devices_path is None:
             return Path(names.FABRIC_IMEX_MGMT_PATH)
         return self.container_driver_root / names.FABRIC_IMEX_MGMT_PATH.lstrip("/")
+
+
+def _host(ip: str) -> str:
+    """An address as the host part of ``host:port`` (IPv6 in brackets). Pure."""
+    return f"[{ip}]" if ":" in ip else ip
 
 
 def _label(option: Option) -> str:
@@ -330,4 +360,16 @@ def parse(argv: Sequence[str], environ: Mapping[str, str]) -> Config:
         ),
         nvidia_ctk_path=raw["nvidia_ctk_path"],
         cleanup_interval=parse_duration(label["cleanup_interval"], raw["cleanup_interval"]),
+        pod_ip=_pod_ip(label["pod_ip"], raw["pod_ip"]),
     )
+
+
+def _pod_ip(field: str, text: str) -> str:
+    """An IPv4 or IPv6 address, or empty. Pure; ConfigError otherwise."""
+    text = text.strip()
+    if not text:
+        return ""
+    try:
+        return str(ipaddress.ip_address(text))
+    except ValueError:
+        raise ConfigError(field, f"{text!r} is not an IP address") from None

@@ -4,8 +4,9 @@
 calls ``GetInfo`` on the registration socket and an empty v1beta1 ``NodePrepareResources`` on
 the DRA socket, and answers SERVING only when both work and the kubelet has accepted the
 registration (kubelet-plugin.md §6.2, plus the registration condition); any other service name
-is NOT_FOUND. ``Watch`` is not implemented, like upstream. Port 0 picks a free port (see
-``port`` after start); a negative port disables the service.
+is NOT_FOUND. ``Watch`` is not implemented, like upstream. It listens on the address it is
+given (``<pod IP>:<port>`` or ``[::]:<port>``, see ``Config.health_address``); port 0 picks a
+free port (see ``port`` after start); a negative port disables the service.
 """
 
 from __future__ import annotations
@@ -69,24 +70,26 @@ class HealthService:
 
 
 class HealthServer:
-    def __init__(self, service: HealthService, port: int) -> None:
+    def __init__(self, service: HealthService, address: str) -> None:
+        """``address`` is ``host:port`` (``[::]:51515``, ``10.0.0.5:51515``)."""
         self.service = service
-        self.requested_port = port
+        self.address = address
         self.port: int | None = None
         self._server: grpc.aio.Server | None = None
 
     async def start(self) -> None:
         server = grpc.aio.server()
         health_pb2_grpc.add_HealthServicer_to_server(self.service, server)
-        self.port = server.add_insecure_port(f"[::]:{self.requested_port}")
+        host, _, port = self.address.rpartition(":")
+        self.port = server.add_insecure_port(self.address)
+        if self.port == 0 and host == "[::]":  # no IPv6 on this machine
+            self.port = server.add_insecure_port(f"0.0.0.0:{port}")
         if self.port == 0:
-            self.port = server.add_insecure_port(f"0.0.0.0:{self.requested_port}")
-        if self.port == 0:
-            msg = f"cannot listen on health port {self.requested_port}"
+            msg = f"cannot listen on health address {self.address}"
             raise OSError(msg)
         await server.start()
         self._server = server
-        log.info("serving gRPC health", port=self.port)
+        log.info("serving gRPC health", address=self.address, port=self.port)
 
     async def stop(self, grace: float = 1.0) -> None:
         if self._server is not None:

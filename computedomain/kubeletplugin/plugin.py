@@ -172,12 +172,12 @@ class KubeletPlugin:
                             dra_socket=config.dra_socket,
                             registered=servers.registration.registered,
                         ),
-                        config.healthcheck_port,
+                        config.health_address,
                     )
                     await self.health.start()
                 if config.http_endpoint:
                     self.http = HttpServer(
-                        config.http_endpoint,
+                        config.http_address,
                         metrics_path=config.metrics_path,
                         registry=self.metrics.registry,
                     )

@@ -109,3 +109,25 @@ def test_flag_set_describes_every_setting() -> None:
 def test_verbosity_range() -> None:
     with pytest.raises(ConfigError, match="11 is not between 0 and 10"):
         config.parse(["-v", "11"], {"NODE_NAME": "n"})
+
+
+@pytest.mark.parametrize(
+    ("env", "health", "http"),
+    [
+        ({}, "[::]:51515", ":8081"),
+        ({"POD_IP": "10.1.2.3"}, "10.1.2.3:51515", "10.1.2.3:8081"),
+        ({"POD_IP": "fd00::7"}, "[fd00::7]:51515", "[fd00::7]:8081"),
+        ({"POD_IP": "10.1.2.3", "HTTP_ENDPOINT": "127.0.0.1:9000"}, "10.1.2.3:51515", None),
+    ],
+    ids=["no pod IP: all addresses", "IPv4 pod", "IPv6 pod", "explicit HTTP host wins"],
+)
+def test_endpoints_listen_on_the_pod_ip(env: dict[str, str], health: str, http: str | None) -> None:
+    settings = {"NODE_NAME": "n", "HEALTHCHECK_PORT": "51515", "HTTP_ENDPOINT": ":8081", **env}
+    cfg = config.parse([], settings)
+    assert cfg.health_address == health
+    assert cfg.http_address == (http or settings["HTTP_ENDPOINT"])
+
+
+def test_a_bad_pod_ip_is_named() -> None:
+    with pytest.raises(ConfigError, match=r"--pod-ip/POD_IP: 'x\.y' is not an IP address"):
+        config.parse([], {"NODE_NAME": "n", "POD_IP": "x.y"})

@@ -199,7 +199,7 @@ async def test_health(plugin: Plugin) -> None:
         dra_socket=plugin.servers.dra_socket,
         registered=plugin.servers.registration.registered,
     )
-    server = HealthServer(service, 0)
+    server = HealthServer(service, "[::]:0")
     await server.start()
     try:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as channel:
@@ -246,3 +246,39 @@ async def test_stale_socket_is_replaced_and_stop_removes_sockets(short_dir: Path
     )
     with pytest.raises(FileExistsError, match="is not a socket"):
         await refusing.start_dra()
+
+
+async def test_health_servers_of_two_pods_share_a_port_on_their_own_addresses(
+    plugin: Plugin,
+) -> None:
+    """Simulated nodes share one network stack: each plugin must answer on its pod IP only."""
+    serving = asyncio.Event()
+    serving.set()
+
+    def server(ip: str, port: int, registered: asyncio.Event) -> HealthServer:
+        service = HealthService(
+            registration_socket=plugin.servers.registration_socket,
+            dra_socket=plugin.servers.dra_socket,
+            registered=registered,
+        )
+        return HealthServer(service, f"{ip}:{port}")
+
+    first = server("127.0.0.2", 0, asyncio.Event())
+    await first.start()
+    assert first.port is not None
+    second = server("127.0.0.3", first.port, serving)
+    await second.start()
+    try:
+        assert second.port == first.port
+        for ip, status in [
+            ("127.0.0.2", health_pb2.HealthCheckResponse.NOT_SERVING),
+            ("127.0.0.3", health_pb2.HealthCheckResponse.SERVING),
+        ] * 3:
+            async with grpc.aio.insecure_channel(f"{ip}:{first.port}") as channel:
+                reply = await health_pb2_grpc.HealthStub(channel).Check(
+                    health_pb2.HealthCheckRequest(service="liveness")
+                )
+            assert reply.status == status, ip
+    finally:
+        await first.stop()
+        await second.stop()
