@@ -164,7 +164,9 @@ class ApiFaults:
         """Expire the window of every watched resource (or one plural); returns how many."""
         if self.state is None:
             return 0
-        keys = {w.skey for w in self._watches if w.skey is not None}
+        keys = {
+            w.skey for w in self._watches if w.skey is not None and not w.transport.is_closing()
+        }
         expired = 0
         for skey in sorted(keys):
             if resource is None or skey[1] == resource:
@@ -180,8 +182,10 @@ class ApiFaults:
         if request.path.rstrip("/") == control.PATH:
             return await control.handle(self, state, request)
         info: RequestInfo = request[INFO]
-        if not self.enabled or not info.is_resource or not self._spec.rules:
+        if not info.is_resource:
             return await handler(request)
+        if not self.enabled or not self._spec.rules:
+            return await self._serve(state, request, info, handler)  # watches stay tracked
         need_user = any(rule.scope.needs_user for rule in self._spec.rules)
         facts = request_facts(state, request, info, need_user)
         occurrence = self._occurrences.get(facts.key, 0)

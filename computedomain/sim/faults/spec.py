@@ -323,8 +323,8 @@ def render_rule(rule: Rule) -> str:
     items = [f"{kind}={_num(rate)}" for kind, rate in rule.errors]
     if rule.latency is not None:
         items.append(f"latency={_span(rule.latency)}")
-        if rule.latency_rate != 1.0:
-            items.append(f"latency-rate={_num(rule.latency_rate)}")
+    if rule.latency_rate != 1.0:
+        items.append(f"latency-rate={_num(rule.latency_rate)}")
     if rule.watch_drop:
         items.append(f"watch-drop={_num(rule.watch_drop)}")
     if rule.watch_expire:
