@@ -4,6 +4,11 @@
 
 from __future__ import annotations
 
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
 import pytest
 
 from tests.faults import settings
@@ -42,3 +47,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+
+
+@pytest.fixture
+def short_dir() -> Iterator[Path]:
+    """A directory with a short path: unix socket paths must fit in 107 bytes."""
+    path = Path(tempfile.mkdtemp(prefix="kf-", dir="/tmp"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)

@@ -5,9 +5,31 @@ API), and the plugin itself, in-process or as a real ``cd-kubelet-plugin`` proce
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+import contextlib
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any, Final
 
+import attrs
 import pytest
+import yaml
+
+from computedomain.api import names
+from computedomain.kube import errors, resources
+from computedomain.kube.client import ClientConfig, connect
+from computedomain.kube.rest import Api
+from computedomain.kubeletplugin import checkpoint as cp
+from computedomain.kubeletplugin.cdistore import CdiStore
+from computedomain.kubeletplugin.plugin import COMPONENT
+from computedomain.sim.apiserver.server import EmbeddedApiServer
+from computedomain.sim.faults.apiserver import ApiFaults
+from tests.integration.kubeletplugin.conftest import World, node_environment
+
+CRDS: Final = Path(__file__).resolve().parents[2] / "deployments" / "base" / "crds"
+PLUGIN_AGENT: Final = COMPONENT
+WORLD_AGENT: Final = "fault-tests-world"
+COUNTER: Final = "faults.computedomain.test/counter"
 
 
 async def eventually(check: Any, *, within: float = 15.0, what: str = "condition") -> Any:
@@ -23,3 +45,126 @@ async def eventually(check: Any, *, within: float = 15.0, what: str = "condition
         if loop.time() > deadline:
             pytest.fail(f"timed out after {within} s waiting for {what}")
         await asyncio.sleep(0.02)
+
+
+async def within(check: Any, seconds: float) -> bool:
+    """Whether ``check`` (sync) turns true within ``seconds`` (polled; no failure if not)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    while True:
+        if check():
+            return True
+        if loop.time() > deadline:
+            return False
+        await asyncio.sleep(0.01)
+
+
+# --------------------------------------------------------------------------- the cluster
+
+
+@attrs.frozen
+class Kube:
+    """Where a component finds the API server (what ``node_environment`` reads)."""
+
+    kubeconfig: Path
+
+
+@attrs.define
+class Cluster:
+    """An embedded API server with the fault stage, the CRDs, and the other parties (the
+    controller, scheduler and IMEX daemons, played through the API by :class:`World` with a
+    client the faults never touch: they are scoped to the components' user agents)."""
+
+    server: EmbeddedApiServer
+    faults: ApiFaults
+    api: Api
+    world: World
+    kube: Kube
+
+    async def component_api(self, agent: str = PLUGIN_AGENT) -> Api:
+        """A client as a component makes it (its user agent: what fault rules scope on)."""
+        return await connect(
+            ClientConfig(
+                url=self.server.url,
+                token=self.server.admin_token,
+                qps=0,
+                user_agent=agent,
+                field_manager=agent,
+            )
+        )
+
+
+@contextlib.asynccontextmanager
+async def faulty_cluster(faults: ApiFaults, directory: Path) -> AsyncIterator[Cluster]:
+    async with EmbeddedApiServer(stages=[faults]) as server:
+        await server.install_crds([CRDS])
+        kubeconfig = server.write_kubeconfig(directory / "kubeconfig")
+        api = await connect(
+            ClientConfig(url=server.url, token=server.admin_token, qps=0, user_agent=WORLD_AGENT)
+        )
+        try:
+            world = World(
+                api, node=f"node-{uuid.uuid4().hex[:6]}", namespace=f"team-{uuid.uuid4().hex[:6]}"
+            )
+            await world.setup()
+            yield Cluster(server, faults, api, world, Kube(kubeconfig))
+        finally:
+            await api.close()
+
+
+def plugin_environment(root: Path, cluster: Cluster, **extra: str) -> dict[str, str]:
+    """The plugin's environment for the cluster's node, every path under ``root``."""
+    root.mkdir(parents=True, exist_ok=True)
+    return node_environment(root, cluster.world, cluster.kube, **extra)  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- node state
+
+
+def checkpoint_path(root: Path) -> Path:
+    return root / "p" / names.DRIVER_NAME / cp.FILE_NAME
+
+
+def read_checkpoint(root: Path) -> cp.Checkpoint:
+    """The plugin's checkpoint as on disk (raises CorruptCheckpoint: an invariant broken)."""
+    path = checkpoint_path(root)
+    return cp.decode(path.read_bytes()) if path.exists() else cp.Checkpoint()
+
+
+def cdi_specs(root: Path) -> dict[str, dict[str, Any]]:
+    """Claim UID -> the claim's CDI spec, for every claim spec file in the node's CDI root."""
+    found = {}
+    for uid in CdiStore(root / "cdi").claim_uids():
+        path = root / "cdi" / names.cdi_claim_spec_file(uid)
+        found[uid] = yaml.safe_load(path.read_text())
+    return found
+
+
+def injected(root: Path, uid: str) -> list[str]:
+    """What of claim ``uid`` is on the node: its CDI spec file, its checkpoint entry."""
+    traces = []
+    if (root / "cdi" / names.cdi_claim_spec_file(uid)).exists():
+        traces.append("CDI spec file")
+    if uid in read_checkpoint(root).claims:
+        traces.append(f"checkpoint entry ({read_checkpoint(root).claims[uid].state})")
+    return traces
+
+
+async def node_annotation(api: Api, node: str) -> str | None:
+    obj = await api.get(resources.NODES, node)
+    return ((obj["metadata"].get("annotations")) or {}).get(COUNTER)
+
+
+async def bump_node_annotation(api: Api, node: str) -> str:
+    """Another writer of the Node (compare-and-swap, retried on conflict): a counter in an
+    annotation. Returns the value written; a later read must still see it (no lost update)."""
+    while True:
+        obj = await api.get(resources.NODES, node)
+        annotations = obj["metadata"].setdefault("annotations", {})
+        value = str(int(annotations.get(COUNTER, "0")) + 1)
+        annotations[COUNTER] = value
+        try:
+            await api.update(resources.NODES, obj)
+        except errors.Conflict:
+            continue
+        return value
