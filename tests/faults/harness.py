@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import signal
+import sys
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -22,6 +25,7 @@ from computedomain.kube.rest import Api
 from computedomain.kubeletplugin import checkpoint as cp
 from computedomain.kubeletplugin.cdistore import CdiStore
 from computedomain.kubeletplugin.plugin import COMPONENT
+from computedomain.proto import kubelet_client
 from computedomain.sim.apiserver.server import EmbeddedApiServer
 from computedomain.sim.faults.apiserver import ApiFaults
 from tests.integration.kubeletplugin.conftest import World, node_environment
@@ -168,3 +172,100 @@ async def bump_node_annotation(api: Api, node: str) -> str:
         except errors.Conflict:
             continue
         return value
+
+
+# --------------------------------------------------------------------------- plugin process
+
+
+class PluginProcess:
+    """A real ``cd-kubelet-plugin``, restarted whenever it exits (as the kubelet restarts a
+    container). Its output goes through a pipe (a full-disk fault makes writes to files fail,
+    its log file's included) into :attr:`log`. Every exit status is kept in :attr:`exits`."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.env = env
+        self.process: asyncio.subprocess.Process | None = None
+        self.exits: list[int] = []
+        self.log = bytearray()
+        self._keeper: asyncio.Task[None] | None = None
+        self._drains: set[asyncio.Task[None]] = set()
+
+    @property
+    def socket(self) -> str:
+        return str(
+            Path(self.env["KUBELET_REGISTRAR_DIRECTORY_PATH"]) / f"{names.DRIVER_NAME}-reg.sock"
+        )
+
+    @property
+    def pid(self) -> int | None:
+        p = self.process
+        return p.pid if p is not None and p.returncode is None else None
+
+    def tail(self, size: int = 4000) -> str:
+        return self.log[-size:].decode(errors="replace")
+
+    async def _spawn(self) -> None:
+        binary = Path(sys.executable).with_name("cd-kubelet-plugin")
+        self.process = process = await asyncio.create_subprocess_exec(
+            str(binary),
+            env={**os.environ, **self.env, "V": "3"},
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+        )
+        assert process.stdout is not None
+        drain = asyncio.create_task(self._drain(process.stdout))
+        self._drains.add(drain)
+        drain.add_done_callback(self._drains.discard)
+
+    async def _drain(self, stream: asyncio.StreamReader) -> None:
+        while chunk := await stream.read(65536):
+            self.log += chunk
+
+    async def _keep(self) -> None:
+        while True:
+            assert self.process is not None
+            code = await self.process.wait()
+            self.exits.append(code)
+            await asyncio.sleep(0.1)  # the kubelet's restart delay, much shortened
+            await self._spawn()
+
+    async def start(self) -> None:
+        await self._spawn()
+        self._keeper = asyncio.create_task(self._keep())
+        await self.serving()
+
+    async def serving(self, within: float = 30.0) -> None:
+        """Wait until the plugin answers on its registration socket."""
+
+        async def up() -> bool:
+            try:
+                await kubelet_client.get_info(self.socket)
+            except kubelet_client.KubeletRpcError:
+                return False
+            return True
+
+        await eventually(up, within=within, what=f"the plugin to serve: {self.tail()}")
+
+    async def client(self) -> kubelet_client.DraClient:
+        registration = await kubelet_client.register(self.socket, driver_name=names.DRIVER_NAME)
+        return kubelet_client.DraClient.for_registration(registration)
+
+    async def stop(self) -> int | None:
+        """SIGTERM and wait; the exit status (None if it had to be killed)."""
+        if self._keeper is not None:
+            self._keeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._keeper
+        process = self.process
+        if process is None or process.returncode is not None:
+            return None
+        process.send_signal(signal.SIGTERM)
+        try:
+            return await asyncio.wait_for(process.wait(), 15)
+        except TimeoutError:
+            process.kill()
+            await process.wait()
+            return None
+        finally:
+            for drain in list(self._drains):
+                drain.cancel()
