@@ -9,6 +9,7 @@ import contextlib
 import os
 import signal
 import sys
+import threading
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -28,7 +29,12 @@ from computedomain.kubeletplugin.plugin import COMPONENT
 from computedomain.proto import kubelet_client
 from computedomain.sim.apiserver.server import EmbeddedApiServer
 from computedomain.sim.faults.apiserver import ApiFaults
-from tests.integration.kubeletplugin.conftest import World, node_environment
+from tests.integration.kubeletplugin.conftest import (
+    Running,
+    World,
+    node_environment,
+    running_plugin,
+)
 
 CRDS: Final = Path(__file__).resolve().parents[2] / "deployments" / "base" / "crds"
 PLUGIN_AGENT: Final = COMPONENT
@@ -269,3 +275,75 @@ class PluginProcess:
         finally:
             for drain in list(self._drains):
                 drain.cancel()
+
+
+# --------------------------------------------------------------------------- a node in a thread
+
+
+class NodeThread:
+    """One node (API server, the other parties, an in-process plugin and a kubelet client) on
+    an event loop of its own thread, for synchronous tests such as Hypothesis properties: one
+    per module, each example a :meth:`call`. Attributes are set once :meth:`start` returns."""
+
+    def __init__(self, directory: Path, root: Path, **env: str) -> None:
+        self.directory = directory
+        self.root = root
+        self.extra_env = env
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._run, name="fault-node", daemon=True)
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+        self._stop: asyncio.Event | None = None
+        self.cluster: Cluster
+        self.plugin: Running
+        self.kubelet: kubelet_client.DraClient
+        self.domain: dict[str, Any]
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_until_complete(self._main())
+        self.loop.close()
+
+    async def _main(self) -> None:
+        self._stop = asyncio.Event()
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                faults = ApiFaults("seed=0", enabled=False)
+                self.cluster = await stack.enter_async_context(
+                    faulty_cluster(faults, self.directory)
+                )
+                self.domain = await self.cluster.world.domain("alpha")
+                await self.cluster.world.daemon_ready(self.domain)
+                env = plugin_environment(self.root, self.cluster, **self.extra_env)
+                api = await self.cluster.component_api()
+                stack.push_async_callback(api.close)
+                self.plugin = await stack.enter_async_context(running_plugin(env, api))
+                self.kubelet = await self.plugin.kubelet()
+                stack.push_async_callback(self.kubelet.close)
+                self._ready.set()
+                await self._stop.wait()
+        except BaseException as exc:  # reported to the starting thread
+            self._error = exc
+            self._ready.set()
+
+    def start(self, timeout: float = 60.0) -> NodeThread:
+        self._thread.start()
+        if not self._ready.wait(timeout):
+            msg = "the node did not start in time"
+            raise TimeoutError(msg)
+        if self._error is not None:
+            raise self._error
+        return self
+
+    def call(self, coro: Any, timeout: float = 60.0) -> Any:
+        """Run a coroutine on the node's loop and return its result."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def alive(self) -> bool:
+        """The plugin is still running and serving."""
+        return not self.plugin.task.done() and self.plugin.plugin.ready.is_set()
+
+    def stop(self) -> None:
+        if self._stop is not None and self._thread.is_alive():
+            self.loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(60)
