@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import computedomain
 
-COMMAND_MODULES = ("computedomain.cli.sim_apiserver",)
+COMMAND_MODULES = ("computedomain.cli.sim_apiserver", "computedomain.cli.sim_cluster")
 
 Run = Callable[[argparse.Namespace], int]
 

@@ -1,0 +1,154 @@
+"""The controller's resolved configuration, and the pure parsers that build it.
+
+``main`` turns flags and environment variables (upstream's names and defaults, controller.md
+§1.1, plus our documented additions) into one frozen :class:`ControllerConfig`; everything below
+``main`` receives that value and never reads the environment. The parsers here are pure and raise
+:class:`~computedomain.api.errors.ConfigError` naming the setting, so a bad value stops the
+program at start with a message a user can act on.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Final
+
+import attrs
+
+from computedomain.api import featuregates, names, validation
+from computedomain.api.errors import ConfigError
+
+DEFAULT_DAEMON_COMMAND: Final = "cd-imex-daemon"
+DEFAULT_STATUS_COALESCE_WINDOW: Final = 0.25
+DEFAULT_CLEANUP_INTERVAL: Final = 600.0  # upstream's orphan-cleanup period (10 min)
+DEFAULT_RESYNC_PERIOD: Final = 600.0  # upstream's informer resync (10 min)
+
+# Kubernetes resource quantities: a signed decimal with an optional suffix (SI, binary, exponent).
+_QUANTITY = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+|[numkMGTPE]|[KMGTPE]i)?")
+_RESOURCE_NAME = re.compile(r"([a-z0-9.-]+/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
+_RESOURCE_SECTIONS: Final = frozenset({"requests", "limits"})
+
+
+@attrs.frozen
+class DaemonSettings:
+    """Everything the renderers need beyond the ComputeDomain itself (fixed at DS creation)."""
+
+    namespace: str
+    image: str
+    log_verbosity: int
+    max_nodes_per_imex_domain: int = names.DEFAULT_MAX_NODES_PER_IMEX_DOMAIN
+    feature_gates: str = attrs.field(factory=lambda: featuregates.parse("").render())
+    image_pull_secrets: tuple[str, ...] = ()
+    priority_class_name: str = ""
+    # {"requests": {"cpu": "100m"}, "limits": {...}}; empty: no requests or limits (upstream).
+    resources: Mapping[str, Mapping[str, str]] = attrs.field(factory=dict)
+    command: str = DEFAULT_DAEMON_COMMAND
+
+
+@attrs.frozen
+class ControllerConfig:
+    """What a :class:`~computedomain.controller.controller.Controller` needs to run."""
+
+    daemon: DaemonSettings
+    features: featuregates.Features = attrs.field(factory=lambda: featuregates.parse(""))
+    additional_namespaces: tuple[str, ...] = ()
+    workers: int = 1
+    status_coalesce_window: float = DEFAULT_STATUS_COALESCE_WINDOW
+    cleanup_interval: float = DEFAULT_CLEANUP_INTERVAL
+    resync_period: float = DEFAULT_RESYNC_PERIOD
+
+    @property
+    def driver_namespace(self) -> str:
+        return self.daemon.namespace
+
+    @property
+    def managed_namespaces(self) -> tuple[str, ...]:
+        """The driver namespace first, then each additional one once (controller.md §1.5)."""
+        return unique((self.daemon.namespace, *self.additional_namespaces))
+
+
+def unique(items: tuple[str, ...]) -> tuple[str, ...]:
+    """``items`` without repeats, first occurrence kept. Pure."""
+    return tuple(dict.fromkeys(items))
+
+
+def parse_pull_secrets(text: str) -> tuple[str, ...]:
+    """``CD_DAEMON_IMAGE_PULL_SECRET_NAMES``: commas and whitespace both separate. Pure.
+
+    Upstream trims the value, turns commas into spaces and splits on whitespace; each name must
+    be a valid Secret name.
+    """
+    found = text.replace(",", " ").split()
+    for name in found:
+        validation.dns1123_subdomain("CD_DAEMON_IMAGE_PULL_SECRET_NAMES", name)
+    return unique(tuple(found))
+
+
+def parse_namespaces(text: str) -> tuple[str, ...]:
+    """``ADDITIONAL_NAMESPACES``: comma-separated, items trimmed, empty items skipped. Pure."""
+    found = tuple(item.strip() for item in text.split(",") if item.strip())
+    for name in found:
+        validation.dns1123_label("ADDITIONAL_NAMESPACES", name)
+    return unique(found)
+
+
+def parse_resources(text: str, field: str = "CD_DAEMON_RESOURCES") -> dict[str, dict[str, str]]:
+    """Daemon container resources from ``cpu=100m,memory=64Mi`` or JSON. Pure.
+
+    The ``key=value`` form and a flat JSON object give requests; a JSON object with ``requests``
+    and/or ``limits`` gives both. Empty text gives no resources (upstream's DaemonSet has none).
+    Raises ConfigError naming ``field`` for bad syntax, names or quantities.
+    """
+    text = text.strip()
+    if not text:
+        return {}
+    sections: dict[str, object]
+    if text.startswith(("{", "[")):
+        try:
+            loaded = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(field, f"invalid JSON: {exc.msg} at column {exc.colno}") from exc
+        if not isinstance(loaded, dict):
+            raise ConfigError(field, "must be a JSON object")
+        if loaded and set(loaded) <= _RESOURCE_SECTIONS:
+            sections = dict(loaded)
+        else:
+            sections = {"requests": loaded}
+    else:
+        pairs: dict[str, str] = {}
+        for item in text.split(","):
+            if not item.strip():
+                continue
+            key, sep, value = item.partition("=")
+            if not sep:
+                raise ConfigError(field, f"{item.strip()!r} is not name=quantity")
+            pairs[key.strip()] = value.strip()
+        sections = {"requests": pairs}
+    result: dict[str, dict[str, str]] = {}
+    for section, values in sections.items():
+        if not isinstance(values, dict):
+            raise ConfigError(field, f"{section} must be an object of name: quantity")
+        checked: dict[str, str] = {}
+        for key, value in values.items():
+            quantity = str(value).strip()
+            if not _RESOURCE_NAME.fullmatch(str(key)):
+                raise ConfigError(field, f"{key!r} is not a resource name")
+            if not _QUANTITY.fullmatch(quantity):
+                raise ConfigError(field, f"{key}: {quantity!r} is not a resource quantity")
+            checked[str(key)] = quantity
+        if checked:
+            result[section] = checked
+    return result
+
+
+def check_positive(field: str, value: float) -> None:
+    """Raise ConfigError unless ``value`` > 0."""
+    if not value > 0:
+        raise ConfigError(field, f"must be greater than 0, got {value}")
+
+
+def check_non_negative(field: str, value: float) -> None:
+    """Raise ConfigError if ``value`` < 0."""
+    if value < 0:
+        raise ConfigError(field, f"must not be negative, got {value}")

@@ -1,0 +1,117 @@
+"""Teardown plans: a domain being deleted, and the remains of a domain that is gone.
+
+Upstream's order (controller.md §4.6): delete the workload template, the daemon template and the
+DaemonSet; strip the domain's node labels (so no new daemon is scheduled; workloads are not
+waited for); remove each object's finalizer once it is terminating; only when all of them have
+left the cache, remove the domain's finalizer. Every step is idempotent and the plan is
+recomputed from the cache on every pass, so a restart in the middle resumes where it stopped.
+
+Fixed here: the daemon template is deleted even when the DaemonSet is already gone (§8 item 14);
+an object a user deleted by hand is simply finished (§8 item 15); a finalizer is removed in the
+same pass as the delete that made the object terminate (apply reads the delete's response), so
+the usual teardown takes one pass of writes and one pass to confirm. When the wait outlasts
+cache lag (someone else's finalizer, say), a Normal event names what is still there.
+
+The same teardown, without a domain finalizer, cleans up after a domain that is absent from a
+synced cache (orphans, §4.7). Pure; called by :mod:`~computedomain.controller.planning`.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from computedomain.api import names
+from computedomain.api.models import ComputeDomain
+from computedomain.controller import objects
+from computedomain.controller.actions import (
+    Action,
+    ConfirmGone,
+    Delete,
+    Emit,
+    ForgetDomain,
+    Kind,
+    Ref,
+    RemoveFinalizer,
+    RemoveNodeLabels,
+    Wait,
+)
+from computedomain.controller.objects import JsonObject
+from computedomain.controller.snapshot import Snapshot
+
+# Retries in a row after which waiting is reported as an event (earlier passes are cache lag).
+REPORT_WAIT_AFTER: Final = 5
+
+
+def ref_of(obj: JsonObject, is_daemon_set: bool) -> Ref:
+    """The action reference of a cached DaemonSet or ResourceClaimTemplate. Pure."""
+    kind = Kind.DAEMON_SET if is_daemon_set else Kind.RESOURCE_CLAIM_TEMPLATE
+    return Ref(kind, objects.namespace(obj), objects.name(obj), objects.uid(obj))
+
+
+def describe(owned: tuple[tuple[JsonObject, bool], ...]) -> str:
+    """``DaemonSet ns/a, ResourceClaimTemplate ns/b`` with foreign finalizers named. Pure."""
+    parts = []
+    for obj, is_ds in owned:
+        text = str(ref_of(obj, is_ds))
+        others = [f for f in objects.finalizers(obj) if f != names.FINALIZER]
+        if others:
+            text += f" (finalizers: {', '.join(others)})"
+        parts.append(text)
+    return ", ".join(parts)
+
+
+def teardown(snapshot: Snapshot) -> tuple[list[Action], bool]:
+    """Delete, unlabel, unfinalize everything labelled with the UID. Pure.
+
+    Returns the actions and whether this pass issues deletes.
+    """
+    owned = snapshot.owned
+    deletes: list[Action] = [
+        Delete(ref_of(o, is_ds)) for o, is_ds in owned if not objects.terminating(o)
+    ]
+    actions: list[Action] = list(deletes)
+    # A live LIST of nodes: on the pass that deletes, whenever the cache shows labels, and on
+    # the last pass (a kubelet plugin may have labelled a node while the teardown ran).
+    if deletes or snapshot.labelled_nodes or not owned:
+        actions.append(RemoveNodeLabels(snapshot.uid))
+    actions.extend(
+        RemoveFinalizer(ref_of(o, is_ds)) for o, is_ds in owned if objects.has_finalizer(o)
+    )
+    return actions, bool(deletes)
+
+
+def plan_deletion(snapshot: Snapshot, domain: ComputeDomain) -> tuple[Action, ...]:
+    """The deletion pass of a domain with a deletionTimestamp (§4.6, fixed). Pure."""
+    actions, deleting = teardown(snapshot)
+    owned = snapshot.owned
+    if deleting:
+        actions.append(Emit("Normal", "Deleting", f"deleting {describe(owned)}"))
+    if owned:
+        message = f"waiting for {describe(owned)} to be removed"
+        if snapshot.attempts >= REPORT_WAIT_AFTER:
+            actions.append(Emit("Normal", "DeletionWaiting", message))
+        actions.append(Wait(message))
+        return tuple(actions)
+    meta = domain.metadata
+    if names.FINALIZER in meta.finalizers:
+        actions.append(
+            RemoveFinalizer(Ref(Kind.COMPUTE_DOMAIN, meta.namespace, meta.name, meta.uid))
+        )
+    actions.append(ForgetDomain(snapshot.uid))
+    return tuple(actions)
+
+
+def plan_orphans(snapshot: Snapshot) -> tuple[Action, ...]:
+    """Clean up after a UID with no domain in the synced cache (§4.7). Pure.
+
+    When there is something to tear down and no live read has confirmed the domain gone yet,
+    the plan is that read (:class:`ConfirmGone`). Cliques and daemon pods are left to garbage
+    collection, as upstream leaves them.
+    """
+    if not snapshot.owned and not snapshot.labelled_nodes:
+        return (ForgetDomain(snapshot.uid),)  # nothing left: no API call for a UID simply gone
+    if not snapshot.confirmed_gone:
+        return (ConfirmGone(snapshot.uid),)
+    actions, _ = teardown(snapshot)
+    actions.append(ForgetDomain(snapshot.uid))
+    return tuple(actions)

@@ -1,0 +1,275 @@
+"""cd-controller's flags and environment variables, and the config they resolve to.
+
+Upstream's names and defaults (controller.md §1.1) come first; ours follow, each documented in
+its help text. Every flag has an environment twin (:mod:`computedomain.runtime.flags`); the
+declarations are plain data, so the configuration reference can be generated from
+:data:`OPTIONS`. ``-v N`` (klog style, the chart passes ``-v $(LOG_VERBOSITY)``) is accepted as
+``--v N``. :func:`resolve` turns parsed values into a :class:`ProgramConfig` and raises
+:class:`~computedomain.api.errors.ConfigError` naming the setting for anything invalid (feature
+gates included). Pure apart from reading ``argv``/``env`` through the flag set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import Final
+
+import attrs
+
+from computedomain.api import featuregates, validation
+from computedomain.api.errors import ConfigError
+from computedomain.controller import config
+from computedomain.controller.config import ControllerConfig, DaemonSettings
+from computedomain.runtime import flags
+from computedomain.runtime.flags import Option
+
+PROG: Final = "cd-controller"
+
+OPTIONS: Final = (
+    # -- upstream's (controller.md §1.1) -----------------------------------------------------
+    Option("--pod-name", "POD_NAME", required=True, help="this pod's name (leader identity)"),
+    Option("--namespace", "NAMESPACE", default="default", help="the driver namespace"),
+    Option("--image-name", "IMAGE_NAME", required=True, help="image of the daemon DaemonSet"),
+    Option(
+        "--cd-daemon-image-pull-secret-names",
+        "CD_DAEMON_IMAGE_PULL_SECRET_NAMES",
+        default="",
+        help="image pull secrets of daemon pods (comma or space separated)",
+    ),
+    Option(
+        "--log-verbosity-cd-daemon",
+        "LOG_VERBOSITY_CD_DAEMON",
+        flags.integer,
+        required=True,
+        help="log verbosity of the daemons (their LOG_VERBOSITY)",
+    ),
+    Option(
+        "--max-nodes-per-imex-domain",
+        "MAX_NODES_PER_IMEX_DOMAIN",
+        flags.integer,
+        default=18,
+        help="nodes per IMEX domain, passed to the daemons",
+    ),
+    Option("--http-endpoint", "HTTP_ENDPOINT", default="", help="listen address (:8080); off"),
+    Option("--metrics-path", "METRICS_PATH", default="/metrics", help="empty: no metrics"),
+    Option("--pprof-path", "PPROF_PATH", default="", help="accepted for compatibility; unused"),
+    Option(
+        "--additional-namespaces",
+        "ADDITIONAL_NAMESPACES",
+        default="",
+        help="more namespaces whose daemon DaemonSets are managed (earlier installs)",
+    ),
+    Option("--kubeconfig", "KUBECONFIG", default="", help="empty: in-cluster configuration"),
+    Option("--kube-api-qps", "KUBE_API_QPS", flags.number, default=5.0, help="client QPS"),
+    Option("--kube-api-burst", "KUBE_API_BURST", flags.integer, default=10, help="client burst"),
+    Option("--leader-election-enabled", "LEADER_ELECTION_ENABLED", flags.boolean, default=False),
+    Option(
+        "--leader-election-lease-lock-namespace",
+        "LEADER_ELECTION_LEASE_LOCK_NAMESPACE",
+        default="default",
+    ),
+    Option(
+        "--leader-election-lease-lock-name",
+        "LEADER_ELECTION_LEASE_LOCK_NAME",
+        default="nvidia-compute-domain-controller",
+    ),
+    Option(
+        "--leader-election-lease-duration",
+        "LEADER_ELECTION_LEASE_DURATION",
+        flags.duration,
+        default=15.0,
+    ),
+    Option(
+        "--leader-election-renew-deadline",
+        "LEADER_ELECTION_RENEW_DEADLINE",
+        flags.duration,
+        default=10.0,
+    ),
+    Option(
+        "--leader-election-retry-period",
+        "LEADER_ELECTION_RETRY_PERIOD",
+        flags.duration,
+        default=2.0,
+    ),
+    Option("--feature-gates", "FEATURE_GATES", default="", help="Name=bool,... (upstream's)"),
+    Option("--v", "V", flags.integer, default=0, help="log verbosity (-v N works too)"),
+    # -- ours --------------------------------------------------------------------------------
+    Option(
+        "--workers",
+        "WORKERS",
+        flags.integer,
+        default=4,
+        help="domains reconciled at once (ours; upstream runs one worker)",
+    ),
+    Option(
+        "--status-coalesce-window",
+        "STATUS_COALESCE_WINDOW",
+        flags.duration,
+        default=0.25,
+        help="at most one status write per domain per window (ours)",
+    ),
+    Option(
+        "--cd-daemon-priority-class-name",
+        "CD_DAEMON_PRIORITY_CLASS_NAME",
+        default="",
+        help="priorityClassName of daemon pods (ours; upstream sets none)",
+    ),
+    Option(
+        "--cd-daemon-resources",
+        "CD_DAEMON_RESOURCES",
+        default="",
+        help='daemon container resources: "cpu=100m,memory=64Mi" (requests) or JSON '
+        '{"requests": {...}, "limits": {...}} (ours; upstream sets none)',
+    ),
+    Option(
+        "--daemon-command",
+        "DAEMON_COMMAND",
+        default=config.DEFAULT_DAEMON_COMMAND,
+        help="the daemon binary in the image, for its run and check commands (ours)",
+    ),
+    Option(
+        "--cleanup-interval",
+        "CLEANUP_INTERVAL",
+        flags.duration,
+        default=config.DEFAULT_CLEANUP_INTERVAL,
+        help="orphan cleanup period (upstream: 10m)",
+    ),
+)
+
+
+@attrs.frozen
+class LeaderElection:
+    lease_name: str
+    namespace: str
+    lease_duration: float
+    renew_deadline: float
+    retry_period: float
+
+
+@attrs.frozen
+class ProgramConfig:
+    """Everything ``main`` wires: the controller's config plus process-level settings."""
+
+    controller: ControllerConfig
+    pod_name: str
+    kubeconfig: str
+    qps: float
+    burst: int
+    http_endpoint: str
+    metrics_path: str
+    verbosity: int
+    leader_election: LeaderElection | None
+    pprof_path: str = ""
+
+
+def klog_argv(argv: Sequence[str]) -> list[str]:
+    """``-v N`` / ``-v=N`` as ``--v N`` (argparse would read ``-v`` as unknown). Pure."""
+    out: list[str] = []
+    for arg in argv:
+        if arg == "-v":
+            out.append("--v")
+        elif arg.startswith("-v="):
+            out.append("--v=" + arg[3:])
+        else:
+            out.append(arg)
+    return out
+
+
+def resolve(values: argparse.Namespace) -> ProgramConfig:
+    """Check every setting and build the config. Pure; raises ConfigError naming the setting."""
+    features = featuregates.parse(values.feature_gates)
+    namespace = validation.dns1123_label("NAMESPACE", values.namespace)
+    if not values.image_name.strip():
+        raise ConfigError("IMAGE_NAME", "must not be empty")
+    if not 0 <= values.log_verbosity_cd_daemon <= 10:
+        raise ConfigError("LOG_VERBOSITY_CD_DAEMON", "must be between 0 and 10")
+    if not 0 <= values.v <= 10:
+        raise ConfigError("-v", "must be between 0 and 10")
+    config.check_positive("MAX_NODES_PER_IMEX_DOMAIN", values.max_nodes_per_imex_domain)
+    config.check_positive("KUBE_API_QPS", values.kube_api_qps)
+    config.check_positive("KUBE_API_BURST", values.kube_api_burst)
+    config.check_positive("WORKERS", values.workers)
+    config.check_non_negative("STATUS_COALESCE_WINDOW", values.status_coalesce_window)
+    config.check_positive("CLEANUP_INTERVAL", values.cleanup_interval)
+    priority = values.cd_daemon_priority_class_name.strip()
+    if priority:
+        validation.dns1123_subdomain("CD_DAEMON_PRIORITY_CLASS_NAME", priority)
+    if not values.daemon_command.strip():
+        raise ConfigError("DAEMON_COMMAND", "must not be empty")
+    daemon = DaemonSettings(
+        namespace=namespace,
+        image=values.image_name.strip(),
+        log_verbosity=values.log_verbosity_cd_daemon,
+        max_nodes_per_imex_domain=values.max_nodes_per_imex_domain,
+        feature_gates=features.render(),
+        image_pull_secrets=config.parse_pull_secrets(values.cd_daemon_image_pull_secret_names),
+        priority_class_name=priority,
+        resources=config.parse_resources(values.cd_daemon_resources),
+        command=values.daemon_command.strip(),
+    )
+    controller = ControllerConfig(
+        daemon=daemon,
+        features=features,
+        additional_namespaces=config.parse_namespaces(values.additional_namespaces),
+        workers=values.workers,
+        status_coalesce_window=values.status_coalesce_window,
+        cleanup_interval=values.cleanup_interval,
+    )
+    election = None
+    if values.leader_election_enabled:
+        election = LeaderElection(
+            lease_name=validation.dns1123_subdomain(
+                "LEADER_ELECTION_LEASE_LOCK_NAME", values.leader_election_lease_lock_name
+            ),
+            namespace=validation.dns1123_label(
+                "LEADER_ELECTION_LEASE_LOCK_NAMESPACE",
+                values.leader_election_lease_lock_namespace,
+            ),
+            lease_duration=values.leader_election_lease_duration,
+            renew_deadline=values.leader_election_renew_deadline,
+            retry_period=values.leader_election_retry_period,
+        )
+        _check_timings(election)
+    return ProgramConfig(
+        controller=controller,
+        pod_name=values.pod_name,
+        kubeconfig=values.kubeconfig,
+        qps=values.kube_api_qps,
+        burst=values.kube_api_burst,
+        http_endpoint=values.http_endpoint,
+        metrics_path=values.metrics_path,
+        verbosity=values.v,
+        leader_election=election,
+        pprof_path=values.pprof_path,
+    )
+
+
+def _check_timings(election: LeaderElection) -> None:
+    """client-go's rules: duration > deadline > 1.2 x retry period, all positive."""
+    for field, value in (
+        ("LEADER_ELECTION_LEASE_DURATION", election.lease_duration),
+        ("LEADER_ELECTION_RENEW_DEADLINE", election.renew_deadline),
+        ("LEADER_ELECTION_RETRY_PERIOD", election.retry_period),
+    ):
+        config.check_positive(field, value)
+    if election.lease_duration <= election.renew_deadline:
+        raise ConfigError(
+            "LEADER_ELECTION_LEASE_DURATION", "must be longer than LEADER_ELECTION_RENEW_DEADLINE"
+        )
+    if election.renew_deadline <= 1.2 * election.retry_period:
+        raise ConfigError(
+            "LEADER_ELECTION_RENEW_DEADLINE",
+            "must be longer than 1.2 x LEADER_ELECTION_RETRY_PERIOD",
+        )
+
+
+def parse(argv: Sequence[str] | None = None, env: dict[str, str] | None = None) -> ProgramConfig:
+    """Parse argv and env into a ProgramConfig; exits with status 2 on bad input."""
+    flag_set = flags.FlagSet(PROG, OPTIONS, description="The ComputeDomain controller.")
+    values = flag_set.parse(klog_argv(sys.argv[1:] if argv is None else argv), env)
+    try:
+        return resolve(values)
+    except ConfigError as exc:
+        flag_set.fail(str(exc))

@@ -1,0 +1,134 @@
+"""The simulated DaemonSet controller: runs :func:`.daemonset.plan` for each DaemonSet and
+applies it (create and delete pods, write the status).
+
+Started by :mod:`computedomain.sim.cluster`. Event-driven: a DaemonSet is synced when it
+changes, when any node changes (labels, taints, readiness), and when one of its pods changes.
+Pods are created with the controller's name suffixes; :mod:`.expectations` keeps a second sync
+from creating a pod the watch has not reported yet. Deletes carry the pod's UID as
+precondition, so a replacement pod of the same name is never deleted by mistake.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from computedomain.kube import errors
+from computedomain.kube.events import EventRecorder
+from computedomain.kube.informer import EnqueueHandler, FuncHandler, Informer
+from computedomain.kube.resources import DAEMON_SETS, NODES, PODS
+from computedomain.kube.rest import Api
+from computedomain.kube.store import index_by_owner_uid, object_key
+from computedomain.kube.workqueue import RateLimitingQueue
+from computedomain.runtime.clock import REAL_CLOCK, Clock
+
+from . import daemonset, names
+from .expectations import Expectations
+from .running import run_controller
+
+__all__ = ["DaemonSetController", "owner_key"]
+
+Obj = Mapping[str, Any]
+
+
+def owner_key(kind: str) -> Any:
+    """An enqueue-key function: the ``ns/name`` of a pod's controller of ``kind``, or None."""
+
+    def key(pod: Obj) -> str | None:
+        meta = pod.get("metadata") or {}
+        for ref in meta.get("ownerReferences") or []:
+            if ref.get("controller") and ref.get("kind") == kind:
+                return f"{meta.get('namespace', '')}/{ref.get('name', '')}"
+        return None
+
+    return key
+
+
+class DaemonSetController:
+    """One pod per fitting node for every DaemonSet."""
+
+    def __init__(self, api: Api, *, events: EventRecorder, clock: Clock | None = None) -> None:
+        self.api = api
+        self.events = events
+        clock = clock or REAL_CLOCK
+        self.daemonsets = Informer(api, DAEMON_SETS, name="ds-daemonsets")
+        self.nodes = Informer(api, NODES, name="ds-nodes")
+        self.pods = Informer(api, PODS, name="ds-pods", indexers={"owner": index_by_owner_uid})
+        self.queue: RateLimitingQueue[str] = RateLimitingQueue(name="daemonset", clock=clock)
+        self.expectations = Expectations(clock=clock)
+        self.daemonsets.add_handler(EnqueueHandler(self.queue))
+        self.pods.add_handler(
+            FuncHandler(
+                add=self.expectations.observed,
+                update=lambda _o, n: self.expectations.observed(n),
+                delete=lambda o: self.expectations.observed(o, gone=True),
+            )
+        )
+        self.pods.add_handler(EnqueueHandler(self.queue, key=owner_key("DaemonSet")))
+        everything = FuncHandler(
+            add=lambda _o: self._all(),
+            update=lambda _o, _n: self._all(),
+            delete=lambda _o: self._all(),
+        )
+        self.nodes.add_handler(everything)
+
+    def _all(self) -> None:
+        for ds in self.daemonsets.store.list():
+            self.queue.add(object_key(ds))
+
+    async def run(self) -> None:
+        """Run until cancelled."""
+        await run_controller((self.daemonsets, self.nodes, self.pods), self.queue, self.sync)
+
+    async def sync(self, key: str) -> None:
+        """Reconcile one DaemonSet. Raises API errors (the queue retries)."""
+        ds = self.daemonsets.store.get(key)
+        if ds is None:
+            return  # its pods go with it (owner garbage collection)
+        uid = str(ds["metadata"]["uid"])
+        owned = [
+            p
+            for p in self.pods.store.by_index("owner", uid)
+            if any(
+                r.get("uid") == uid and r.get("controller")
+                for r in p["metadata"].get("ownerReferences") or []
+            )
+        ]
+        pods = self.expectations.adjust(owned, uid)
+        nodes = self.nodes.store.list()
+        base = f"{ds['metadata']['name']}-"
+        pod_names = {str(n["metadata"]["name"]): names.with_suffix(base) for n in nodes}
+        plan = daemonset.plan(ds, nodes, pods, pod_names)
+        namespace = str(ds["metadata"]["namespace"])
+        for create in plan.creates:
+            try:
+                created = await self.api.create(PODS, create.pod, namespace)
+            except errors.AlreadyExists:
+                continue  # a name collision: the next sync picks another suffix
+            self.expectations.created(created)
+            message = f"Created pod: {created['metadata']['name']}"
+            self.events.event(dict(ds), "Normal", "SuccessfulCreate", message)
+        for delete in plan.deletes:
+            self.expectations.deleted(f"{delete.namespace}/{delete.name}")
+            try:
+                await self.api.delete(PODS, delete.name, delete.namespace, uid=delete.uid)
+            except (errors.NotFound, errors.Conflict):
+                continue
+            self.events.event(
+                dict(ds),
+                "Normal",
+                "SuccessfulDelete",
+                f"Deleted pod: {delete.name} ({delete.reason})",
+            )
+        current = {k: v for k, v in (ds.get("status") or {}).items() if k in plan.status}
+        if current != plan.status:
+            try:
+                await self.api.patch(
+                    DAEMON_SETS,
+                    ds["metadata"]["name"],
+                    {"status": plan.status},
+                    namespace=namespace,
+                    subresource="status",
+                )
+            except errors.NotFound:
+                return

@@ -1,0 +1,40 @@
+"""Kubernetes' ``$(VAR)`` expansion in container env values, command and args.
+
+Called by :mod:`.launch`. Pure. As the kubelet does it: ``$(NAME)`` becomes the value of
+``NAME`` if it is defined and stays as written otherwise, ``$$`` becomes ``$``, and any other
+``$`` is kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+__all__ = ["expand"]
+
+
+def expand(text: str, variables: Mapping[str, str]) -> str:
+    """Expand ``$(NAME)`` references in ``text`` from ``variables``. Pure."""
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        char = text[i]
+        if char != "$" or i + 1 >= len(text):
+            out.append(char)
+            i += 1
+            continue
+        following = text[i + 1]
+        if following == "$":
+            out.append("$")
+            i += 2
+        elif following == "(":
+            end = text.find(")", i + 2)
+            if end == -1:
+                out.append(text[i:])
+                break
+            name = text[i + 2 : end]
+            out.append(variables[name] if name in variables else text[i : end + 1])
+            i = end + 1
+        else:
+            out.append(char)
+            i += 1
+    return "".join(out)

@@ -1,0 +1,74 @@
+"""Service account credentials for a simulated pod: a TokenRequest for the pod's service
+account, written into a kubeconfig of the pod's own (the simulation's stand-in for the projected
+token volume and in-cluster config).
+
+Called by :mod:`.podworker`; the container gets ``KUBECONFIG`` pointing at the file, so the
+components authenticate as their service account and the API server enforces RBAC on them. The
+token is bound to the pod (``boundObjectRef``) and long-lived (30 days): the Python client
+reads a kubeconfig once, so a refreshed file would not reach a running program.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from computedomain.kube.resources import SERVICE_ACCOUNTS
+from computedomain.kube.rest import Api
+from computedomain.runtime import files
+
+__all__ = ["TOKEN_SECONDS", "kubeconfig_text", "request_token", "write_pod_kubeconfig"]
+
+TOKEN_SECONDS = 30 * 24 * 3600
+
+
+async def request_token(api: Api, pod: Mapping[str, Any], seconds: int = TOKEN_SECONDS) -> str:
+    """A token for the pod's service account, bound to the pod. Raises API errors (NotFound
+    when the service account does not exist)."""
+    meta = pod.get("metadata") or {}
+    account = (pod.get("spec") or {}).get("serviceAccountName") or "default"
+    answer = await api.request(
+        "POST",
+        SERVICE_ACCOUNTS.path(str(meta.get("namespace", "")), str(account), "token"),
+        body={
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenRequest",
+            "spec": {
+                "expirationSeconds": seconds,
+                "boundObjectRef": {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "name": meta.get("name"),
+                    "uid": meta.get("uid"),
+                },
+            },
+        },
+    )
+    return str(answer["status"]["token"])
+
+
+def kubeconfig_text(server: str, token: str, namespace: str) -> str:
+    """A kubeconfig for ``server`` with ``token`` and ``namespace`` as default. Pure."""
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "sim", "cluster": {"server": server}}],
+        "users": [{"name": "pod", "user": {"token": token}}],
+        "contexts": [
+            {"name": "sim", "context": {"cluster": "sim", "user": "pod", "namespace": namespace}}
+        ],
+        "current-context": "sim",
+    }
+    return yaml.safe_dump(config, sort_keys=False)
+
+
+async def write_pod_kubeconfig(api: Api, pod: Mapping[str, Any], server: str, path: Path) -> str:
+    """Request a token, write the pod's kubeconfig (mode 0600) and return the token. Raises API
+    errors."""
+    token = await request_token(api, pod)
+    namespace = str((pod.get("metadata") or {}).get("namespace", "default"))
+    await files.write_atomic(path, kubeconfig_text(server, token, namespace).encode(), mode=0o600)
+    return token

@@ -1,0 +1,2 @@
+"""The simulated kube-scheduler: pure placement and allocation rules, and the loop that binds
+pods (:mod:`.scheduler`)."""

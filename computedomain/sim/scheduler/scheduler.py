@@ -1,0 +1,325 @@
+"""The simulated kube-scheduler: binds pending pods to nodes and allocates their claims.
+
+Started by :mod:`computedomain.sim.cluster`. Informers on nodes, pods, ResourceClaims,
+ResourceSlices and DeviceClasses feed one work queue of pending pod keys (event-driven: a pod is
+reconsidered when it, a node, a claim, a slice or a class changes). For each pod, :func:`decide`
+(pure) runs the filters of :mod:`.placement` and the allocator of :mod:`.allocation` on every
+node and picks the node with the fewest pods. The effects follow: claim allocations and
+``reservedFor`` are written (status, with the delete-protection finalizer first), then the pod
+is bound through ``pods/binding``. When nothing fits the pod gets ``PodScheduled=False``,
+reason ``Unschedulable``, and a FailedScheduling event with kube-scheduler's message.
+One worker, and our own writes are read back through a mutation cache, so a device is never
+allocated twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from computedomain.kube import errors
+from computedomain.kube.events import EventRecorder, timestamp
+from computedomain.kube.informer import FuncHandler, Informer
+from computedomain.kube.mutationcache import MutationCache
+from computedomain.kube.resources import (
+    DEVICE_CLASSES,
+    NODES,
+    PODS,
+    RESOURCE_CLAIMS,
+    RESOURCE_SLICES,
+)
+from computedomain.kube.rest import Api
+from computedomain.kube.store import index_by_node_name, object_key
+from computedomain.kube.workqueue import RateLimitingQueue, run_workers
+from computedomain.runtime import logs
+from computedomain.runtime.clock import REAL_CLOCK, Clock
+from computedomain.sim.controllers.resourceclaims import PROTECTION_FINALIZER
+
+from . import allocation, placement
+
+__all__ = ["Decision", "Scheduler", "decide"]
+
+_log = logs.get_logger(__name__)
+Obj = Mapping[str, Any]
+SCHEDULER_NAME = "default-scheduler"
+RESOURCECLAIM_NOT_AVAILABLE = "resourceclaim not available on the node"
+
+
+@attrs.frozen
+class Decision:
+    """Where a pod goes and what its claims get, or why it waits."""
+
+    node: str | None
+    allocations: Mapping[str, dict[str, Any]]  # claim key -> new status.allocation
+    message: str
+
+
+def decide(
+    pod: Obj,
+    nodes: Sequence[Obj],
+    *,
+    claims: Mapping[str, Obj],
+    other_claims: Sequence[Obj],
+    slices: Sequence[Obj],
+    classes: Mapping[str, Obj],
+    pods_per_node: Mapping[str, int],
+) -> Decision:
+    """Pick a node for ``pod``. Pure.
+
+    ``claims``: claim key (ns/name) -> ResourceClaim for each claim the pod uses. Already
+    allocated claims pin the pod to their nodes; unallocated ones are allocated per node, never
+    with a device that a claim in ``claims`` or ``other_claims`` already has. The node with the
+    fewest pods wins (then the first name), which spreads replicas.
+    """
+    taken = allocation.allocated_devices([*claims.values(), *other_claims])
+    reasons: list[str] = []
+    fits: list[tuple[int, str, dict[str, dict[str, Any]]]] = []
+    for node in nodes:
+        name = str(node["metadata"]["name"])
+        reason = placement.fit_reason(pod, node)
+        planned: dict[str, dict[str, Any]] = {}
+        if reason is None:
+            reason = _claims_fit(
+                node, claims=claims, slices=slices, classes=classes, taken=taken, planned=planned
+            )
+        if reason is None:
+            fits.append((pods_per_node.get(name, 0), name, planned))
+        else:
+            reasons.append(reason)
+    if not fits:
+        return Decision(None, {}, placement.unschedulable_message(len(nodes), reasons))
+    _, node_name, planned = min(fits, key=lambda f: (f[0], f[1]))
+    return Decision(node_name, planned, "")
+
+
+def _claims_fit(
+    node: Obj,
+    *,
+    claims: Mapping[str, Obj],
+    slices: Sequence[Obj],
+    classes: Mapping[str, Obj],
+    taken: frozenset[allocation.DeviceId],
+    planned: dict[str, dict[str, Any]],
+) -> str | None:
+    busy = set(taken)
+    for key, claim in sorted(claims.items()):
+        current = (claim.get("status") or {}).get("allocation")
+        if current:
+            selector = current.get("nodeSelector")
+            if selector and not placement.node_selector_matches(selector, node):
+                return RESOURCECLAIM_NOT_AVAILABLE
+            continue
+        result = allocation.allocate(claim, node, slices, classes, frozenset(busy))
+        if isinstance(result, allocation.Unallocatable):
+            return result.reason
+        planned[key] = result
+        busy |= allocation.allocated_devices([{"status": {"allocation": result}}])
+    return None
+
+
+class Scheduler:
+    """Informers, a queue of pending pods, one worker."""
+
+    def __init__(self, api: Api, *, events: EventRecorder, clock: Clock | None = None) -> None:
+        self.api = api
+        self.events = events
+        self.clock = clock or REAL_CLOCK
+        self.nodes = Informer(api, NODES, name="scheduler-nodes")
+        self.pods = Informer(
+            api, PODS, name="scheduler-pods", indexers={"node": index_by_node_name}
+        )
+        self.claims = Informer(api, RESOURCE_CLAIMS, name="scheduler-claims")
+        self.slices = Informer(api, RESOURCE_SLICES, name="scheduler-slices")
+        self.classes = Informer(api, DEVICE_CLASSES, name="scheduler-classes")
+        self.claim_cache = MutationCache(self.claims.store, clock=self.clock)
+        self._assumed: dict[str, str] = {}  # pod key -> node, bound but not yet seen bound
+        self.queue: RateLimitingQueue[str] = RateLimitingQueue(name="scheduler", clock=self.clock)
+        self.pods.add_handler(
+            FuncHandler(add=self._pod_changed, update=lambda _o, n: self._pod_changed(n))
+        )
+        self.claims.add_handler(self.claim_cache)
+        for informer in (self.nodes, self.claims, self.slices, self.classes):
+            informer.add_handler(
+                FuncHandler(
+                    add=lambda _o: self._requeue_pending(),
+                    update=lambda _o, _n: self._requeue_pending(),
+                    delete=lambda _o: self._requeue_pending(),
+                )
+            )
+
+    @property
+    def informers(self) -> tuple[Informer, ...]:
+        return (self.nodes, self.pods, self.claims, self.slices, self.classes)
+
+    async def run(self) -> None:
+        """Run until cancelled."""
+        tasks = [asyncio.create_task(i.run(), name=f"informer-{i.name}") for i in self.informers]
+        try:
+            for informer in self.informers:
+                await informer.wait_for_sync()
+            await run_workers(self.queue, self.sync)
+        finally:
+            self.queue.shutdown(drop_pending=True)
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    def _pending(self, pod: Obj) -> bool:
+        spec = pod.get("spec") or {}
+        return (
+            not spec.get("nodeName")
+            and (spec.get("schedulerName") or SCHEDULER_NAME) == SCHEDULER_NAME
+            and not (pod.get("metadata") or {}).get("deletionTimestamp")
+        )
+
+    def _pod_changed(self, pod: Obj) -> None:
+        if self._pending(pod):
+            self.queue.add(object_key(pod))
+
+    def _requeue_pending(self) -> None:
+        for pod in self.pods.store.list():
+            self._pod_changed(pod)
+
+    async def sync(self, key: str) -> None:
+        """Schedule the pod ``key`` if it is still pending. Raises API errors (retried)."""
+        pod = self.pods.store.get(key)
+        if pod is None or not self._pending(pod):
+            return
+        namespace = str(pod["metadata"].get("namespace", ""))
+        claim_keys = _claim_keys(pod)
+        if claim_keys is None:
+            await self._unschedulable(pod, "waiting for the pod's ResourceClaims to be created")
+            return
+        claims = {k: c for k in claim_keys if (c := self.claim_cache.get(k)) is not None}
+        missing = [k for k in claim_keys if k not in claims]
+        if missing:
+            names = ", ".join(f'"{k.partition("/")[2]}"' for k in missing)
+            await self._unschedulable(pod, f"resourceclaim {names} not found")
+            return
+        others = [c for c in self.claim_cache.list() if object_key(c) not in claims]
+        counts = self._pods_per_node()
+        decision = decide(
+            pod,
+            sorted(self.nodes.store.list(), key=lambda n: str(n["metadata"]["name"])),
+            claims=claims,
+            other_claims=others,
+            slices=self.slices.store.list(),
+            classes={str(c["metadata"]["name"]): c for c in self.classes.store.list()},
+            pods_per_node=counts,
+        )
+        if decision.node is None:
+            await self._unschedulable(pod, decision.message)
+            return
+        for claim_key, claim in claims.items():
+            await self._reserve(claim, pod, decision.allocations.get(claim_key))
+        try:
+            await self.api.request(
+                "POST",
+                PODS.path(namespace, pod["metadata"]["name"], "binding"),
+                body={
+                    "apiVersion": "v1",
+                    "kind": "Binding",
+                    "metadata": {"name": pod["metadata"]["name"], "uid": pod["metadata"]["uid"]},
+                    "target": {"apiVersion": "v1", "kind": "Node", "name": decision.node},
+                },
+            )
+        except (errors.NotFound, errors.Conflict):
+            return  # deleted or bound meanwhile; its claims are released by the claim controller
+        self._assumed[key] = decision.node
+        self.events.event(
+            dict(pod),
+            "Normal",
+            "Scheduled",
+            f"Successfully assigned {namespace}/{pod['metadata']['name']} to {decision.node}",
+        )
+
+    def _pods_per_node(self) -> dict[str, int]:
+        """Pods on each node, counting pods we bound that the informer has not shown bound yet
+        (kube-scheduler's "assumed" pods), so that back-to-back pods spread."""
+        counts = {}
+        for node in self.nodes.store.list():
+            name = str(node["metadata"]["name"])
+            counts[name] = len(self.pods.store.by_index("node", name))
+        for key, node_name in list(self._assumed.items()):
+            current = self.pods.store.get(key)
+            if current is None or (current.get("spec") or {}).get("nodeName"):
+                del self._assumed[key]
+            else:
+                counts[node_name] = counts.get(node_name, 0) + 1
+        return counts
+
+    async def _reserve(self, claim: Obj, pod: Obj, new_allocation: dict[str, Any] | None) -> None:
+        """Write the allocation (if new) and add the pod to ``reservedFor``; CAS with re-read."""
+        meta = claim["metadata"]
+        body = copy.deepcopy(dict(claim))
+        if new_allocation is not None and PROTECTION_FINALIZER not in (
+            meta.get("finalizers") or []
+        ):
+            body["metadata"]["finalizers"] = [*(meta.get("finalizers") or []), PROTECTION_FINALIZER]
+            body = await self.api.update(RESOURCE_CLAIMS, body)
+            self.claim_cache.mutation(body)
+        status = body.setdefault("status", {})
+        if new_allocation is not None:
+            status["allocation"] = new_allocation
+        reserved = status.setdefault("reservedFor", [])
+        entry = {"resource": "pods", "name": pod["metadata"]["name"], "uid": pod["metadata"]["uid"]}
+        if entry not in reserved:
+            reserved.append(entry)
+        elif new_allocation is None:
+            return
+        written = await self.api.update_status(RESOURCE_CLAIMS, body)
+        self.claim_cache.mutation(written)
+
+    async def _unschedulable(self, pod: Obj, message: str) -> None:
+        """Record why ``pod`` waits (once per distinct message) and emit FailedScheduling."""
+        conditions = list((pod.get("status") or {}).get("conditions") or [])
+        current = next((c for c in conditions if c.get("type") == "PodScheduled"), None)
+        if (
+            current
+            and current.get("reason") == "Unschedulable"
+            and current.get("message") == message
+        ):
+            return
+        condition = {
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": "Unschedulable",
+            "message": message,
+            "lastProbeTime": None,
+            "lastTransitionTime": timestamp(self.clock.time()),
+        }
+        conditions = [c for c in conditions if c.get("type") != "PodScheduled"] + [condition]
+        try:
+            await self.api.patch(
+                PODS,
+                pod["metadata"]["name"],
+                {"status": {"conditions": conditions}},
+                namespace=pod["metadata"].get("namespace"),
+                subresource="status",
+            )
+        except errors.NotFound:
+            return
+        self.events.event(dict(pod), "Warning", "FailedScheduling", message)
+
+
+def _claim_keys(pod: Obj) -> list[str] | None:
+    """``ns/name`` of every claim the pod uses; None while a template's claim is not recorded."""
+    namespace = (pod.get("metadata") or {}).get("namespace", "")
+    recorded = {
+        s.get("name"): s.get("resourceClaimName")
+        for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []
+    }
+    keys: list[str] = []
+    for entry in (pod.get("spec") or {}).get("resourceClaims") or []:
+        if entry.get("resourceClaimName"):
+            keys.append(f"{namespace}/{entry['resourceClaimName']}")
+        elif entry.get("resourceClaimTemplateName"):
+            if entry.get("name") not in recorded:
+                return None
+            if recorded[entry.get("name")]:
+                keys.append(f"{namespace}/{recorded[entry.get('name')]}")
+    return keys

@@ -1,0 +1,13 @@
+"""Fixtures of the controller's integration tests: one embedded server per module, CRDs in."""
+
+from __future__ import annotations
+
+import pytest
+
+from computedomain.sim.apiserver import testing
+from tests.integration.controller.harness import CRDS
+
+
+@pytest.fixture(scope="module", autouse=True)
+def crds(apiserver: testing.RunningServer) -> None:
+    apiserver.install_crds([CRDS])

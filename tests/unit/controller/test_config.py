@@ -1,0 +1,113 @@
+"""Pure parsers behind the controller's settings: each bad value names its setting."""
+
+from __future__ import annotations
+
+import pytest
+
+from computedomain.api.errors import ConfigError
+from computedomain.controller import config
+from tests.unit.controller import builders
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("", ()),
+        ("  ", ()),
+        ("a", ("a",)),
+        (" a, b ,c ", ("a", "b", "c")),
+        ("a b\tc", ("a", "b", "c")),
+        ("a,,a, b", ("a", "b")),
+    ],
+    ids=["empty", "blank", "one", "commas", "whitespace", "repeats"],
+)
+def test_pull_secrets(text: str, expected: tuple[str, ...]) -> None:
+    assert config.parse_pull_secrets(text) == expected
+
+
+def test_bad_pull_secret_names_the_setting() -> None:
+    with pytest.raises(ConfigError, match="CD_DAEMON_IMAGE_PULL_SECRET_NAMES") as info:
+        config.parse_pull_secrets("ok,Not_Valid")
+    assert "Not_Valid" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("", ()), ("a", ("a",)), (" a , b,,a ", ("a", "b")), ("a,", ("a",))],
+    ids=["empty", "one", "trimmed-deduplicated", "trailing-comma"],
+)
+def test_additional_namespaces(text: str, expected: tuple[str, ...]) -> None:
+    assert config.parse_namespaces(text) == expected
+
+
+def test_bad_namespace_names_the_setting() -> None:
+    with pytest.raises(ConfigError, match="ADDITIONAL_NAMESPACES"):
+        config.parse_namespaces("good,Bad/ns")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("", {}),
+        ("cpu=100m,memory=64Mi", {"requests": {"cpu": "100m", "memory": "64Mi"}}),
+        (" cpu = 1 , ", {"requests": {"cpu": "1"}}),
+        ('{"cpu": "250m"}', {"requests": {"cpu": "250m"}}),
+        ('{"cpu": 2}', {"requests": {"cpu": "2"}}),
+        (
+            '{"requests": {"cpu": "1"}, "limits": {"memory": "1Gi"}}',
+            {"requests": {"cpu": "1"}, "limits": {"memory": "1Gi"}},
+        ),
+        ('{"limits": {"nvidia.com/gpu": "0"}}', {"limits": {"nvidia.com/gpu": "0"}}),
+        ("{}", {}),
+    ],
+    ids=[
+        "empty",
+        "pairs",
+        "spaces",
+        "json-flat",
+        "json-number",
+        "json-sections",
+        "json-limits",
+        "json-empty",
+    ],
+)
+def test_resources(text: str, expected: dict[str, dict[str, str]]) -> None:
+    assert config.parse_resources(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("cpu", "is not name=quantity"),
+        ("cpu=lots", "is not a resource quantity"),
+        ('{"cpu": ', "invalid JSON"),
+        ('["cpu"]', "must be a JSON object"),
+        ('{"requests": "cpu"}', "requests must be an object"),
+        ("bad name=1", "is not a resource name"),
+    ],
+    ids=["no-value", "bad-quantity", "broken-json", "json-list", "bad-section", "bad-name"],
+)
+def test_bad_resources_name_the_setting(text: str, fragment: str) -> None:
+    with pytest.raises(ConfigError, match="CD_DAEMON_RESOURCES") as info:
+        config.parse_resources(text)
+    assert fragment in str(info.value)
+
+
+def test_managed_namespaces_put_the_driver_namespace_first_once() -> None:
+    cfg = config.ControllerConfig(
+        daemon=builders.SETTINGS, additional_namespaces=("old", "driver", "other")
+    )
+    assert cfg.managed_namespaces == ("driver", "old", "other")
+    assert cfg.driver_namespace == "driver"
+
+
+@pytest.mark.parametrize("value", [0, -1.0])
+def test_check_positive(value: float) -> None:
+    with pytest.raises(ConfigError, match="--workers: must be greater than 0"):
+        config.check_positive("--workers", value)
+
+
+def test_check_non_negative() -> None:
+    config.check_non_negative("--status-coalesce-window", 0)
+    with pytest.raises(ConfigError, match="must not be negative"):
+        config.check_non_negative("--status-coalesce-window", -0.1)

@@ -1,0 +1,191 @@
+"""The DaemonSet controller's plan: one pod per fitting node, replaced, removed, and counted."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from computedomain.sim.controllers import daemonset
+from computedomain.sim.scheduler import placement
+
+LABEL = "resource.nvidia.com/computeDomain"
+
+
+def ds(
+    *, node_selector: dict[str, str] | None = None, deleting: bool = False, **spec: Any
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": "d", "namespace": "ns", "uid": "ds-uid", "generation": 3}
+    if deleting:
+        meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    return {
+        "metadata": meta,
+        "spec": {
+            "template": {
+                "metadata": {"labels": {"app": "d"}},
+                "spec": {
+                    "nodeSelector": node_selector or {},
+                    "containers": [{"name": "c"}],
+                    **spec,
+                },
+            }
+        },
+    }
+
+
+def node(
+    name: str, labels: dict[str, str] | None = None, taints: list[Any] | None = None
+) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "labels": labels or {}},
+        "spec": {"taints": taints or []},
+        "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+    }
+
+
+def pod(
+    name: str,
+    node_name: str,
+    *,
+    phase: str = "Running",
+    ready: bool = True,
+    deleting: bool = False,
+    created: str = "1",
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        "name": name,
+        "namespace": "ns",
+        "uid": f"uid-{name}",
+        "creationTimestamp": created,
+    }
+    if deleting:
+        meta["deletionTimestamp"] = "x"
+    return {
+        "metadata": meta,
+        "spec": {"nodeName": node_name},
+        "status": {"phase": phase, "conditions": [{"type": "Ready", "status": str(ready)}]},
+    }
+
+
+NAMES = {f"n{i}": f"d-{i}" for i in range(5)}
+
+
+def created_on(plan: daemonset.DaemonSetPlan) -> list[str]:
+    return [c.node for c in plan.creates]
+
+
+def deleted(plan: daemonset.DaemonSetPlan) -> list[str]:
+    return [d.name for d in plan.deletes]
+
+
+def test_one_pod_per_matching_node() -> None:
+    nodes = [node("n0", {LABEL: "cd"}), node("n1"), node("n2", {LABEL: "cd"})]
+    plan = daemonset.plan(ds(node_selector={LABEL: "cd"}), nodes, [], NAMES)
+    assert created_on(plan) == ["n0", "n2"]
+    assert plan.status["desiredNumberScheduled"] == 2
+    assert plan.status["currentNumberScheduled"] == 0
+
+
+def test_pods_are_bound_owned_and_tolerant_like_the_real_controller() -> None:
+    plan = daemonset.plan(ds(), [node("n0")], [], NAMES)
+    (create,) = plan.creates
+    meta, spec = create.pod["metadata"], create.pod["spec"]
+    assert meta["name"] == "d-0"
+    assert meta["namespace"] == "ns"
+    assert meta["ownerReferences"] == [
+        {
+            "apiVersion": "apps/v1",
+            "kind": "DaemonSet",
+            "name": "d",
+            "uid": "ds-uid",
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+    ]
+    assert meta["labels"] == {"app": "d", "pod-template-generation": "3"}
+    assert spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] == {
+        "nodeSelectorTerms": [
+            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n0"]}]}
+        ]
+    }
+    assert {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"} in (
+        spec["tolerations"]
+    )
+    # The scheduler accepts it on n0 only.
+    assert placement.fit_reason(create.pod, node("n0")) is None
+    assert placement.fit_reason(create.pod, node("n1")) == placement.REASON_AFFINITY
+
+
+def test_existing_pod_is_kept_and_counted() -> None:
+    plan = daemonset.plan(ds(), [node("n0")], [pod("d-a", "n0")], NAMES)
+    assert plan.creates == ()
+    assert plan.deletes == ()
+    assert plan.status["numberReady"] == 1
+    assert plan.status["numberUnavailable"] == 0
+
+
+def test_deleted_pod_is_recreated() -> None:
+    plan = daemonset.plan(ds(), [node("n0"), node("n1")], [pod("d-a", "n0")], NAMES)
+    assert created_on(plan) == ["n1"]
+
+
+def test_terminating_pod_blocks_a_new_one_until_gone() -> None:
+    plan = daemonset.plan(ds(), [node("n0")], [pod("d-a", "n0", deleting=True)], NAMES)
+    assert plan.creates == ()
+    assert plan.deletes == ()
+
+
+def test_node_that_stops_matching_loses_its_pod() -> None:
+    nodes = [node("n0")]  # the label was removed
+    plan = daemonset.plan(ds(node_selector={LABEL: "cd"}), nodes, [pod("d-a", "n0")], NAMES)
+    assert deleted(plan) == ["d-a"]
+    assert plan.status["numberMisscheduled"] == 1
+    assert plan.status["desiredNumberScheduled"] == 0
+
+
+def test_failed_pod_is_replaced() -> None:
+    plan = daemonset.plan(ds(), [node("n0")], [pod("d-a", "n0", phase="Failed")], NAMES)
+    assert deleted(plan) == ["d-a"]
+    assert plan.creates == ()  # created on the next pass, once the failed pod is gone
+
+
+def test_surplus_pods_on_a_node_keep_the_oldest() -> None:
+    pods = [pod("d-new", "n0", created="2"), pod("d-old", "n0", created="1")]
+    plan = daemonset.plan(ds(), [node("n0")], pods, NAMES)
+    assert deleted(plan) == ["d-new"]
+
+
+def test_no_new_pods_while_the_daemonset_is_deleted() -> None:
+    plan = daemonset.plan(ds(deleting=True), [node("n0")], [], NAMES)
+    assert plan.creates == ()
+
+
+@pytest.mark.parametrize(
+    ("taint", "schedule", "keep"),
+    [
+        ({"key": "k", "effect": "NoSchedule"}, False, True),
+        ({"key": "k", "effect": "NoExecute"}, False, False),
+        ({"key": "k", "effect": "PreferNoSchedule"}, True, True),
+    ],
+    ids=["NoSchedule stops new pods only", "NoExecute evicts", "PreferNoSchedule ignored"],
+)
+def test_taints(taint: dict[str, str], schedule: bool, keep: bool) -> None:
+    assert daemonset.should_run(ds(), node("n0", taints=[taint])) == (schedule, keep)
+
+
+def test_catch_all_toleration_runs_everywhere() -> None:
+    tolerant = ds(tolerations=[{"operator": "Exists"}])
+    assert daemonset.should_run(
+        tolerant, node("n0", taints=[{"key": "k", "effect": "NoExecute"}])
+    ) == (
+        True,
+        True,
+    )
+
+
+def test_unscheduled_pod_counts_for_its_affinity_node() -> None:
+    plan0 = daemonset.plan(ds(), [node("n0")], [], NAMES)
+    pending = plan0.creates[0].pod
+    pending["metadata"].update(uid="u", creationTimestamp="1")
+    plan1 = daemonset.plan(ds(), [node("n0")], [pending], NAMES)
+    assert plan1.creates == ()

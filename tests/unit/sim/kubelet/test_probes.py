@@ -1,0 +1,74 @@
+"""Probe defaults and thresholds."""
+
+from __future__ import annotations
+
+import pytest
+
+from computedomain.sim.kubelet.probes import ProbeKind, ProbeResult, ProbeSpec, ProbeState
+
+
+def spec(kind: ProbeKind = ProbeKind.LIVENESS, **fields: object) -> ProbeSpec:
+    container = {"name": "c", f"{kind}Probe": {"exec": {"command": ["true"]}, **fields}}
+    out = ProbeSpec.from_container(container, kind)
+    assert out is not None
+    return out
+
+
+def test_defaults_are_kubernetes_defaults() -> None:
+    s = spec()
+    assert (s.initial_delay, s.period, s.timeout, s.success_threshold, s.failure_threshold) == (
+        0.0,
+        10.0,
+        1.0,
+        1,
+        3,
+    )
+
+
+def test_daemon_startup_probe_settings_are_read() -> None:
+    s = spec(ProbeKind.STARTUP, periodSeconds=1, failureThreshold=1200, timeoutSeconds=10)
+    assert (s.period, s.failure_threshold, s.timeout) == (1.0, 1200, 10.0)
+
+
+def test_absent_probe_is_none() -> None:
+    assert ProbeSpec.from_container({"name": "c"}, ProbeKind.READINESS) is None
+
+
+@pytest.mark.parametrize(
+    ("probe", "message"),
+    [
+        ({}, "exactly one of"),
+        ({"exec": {}, "httpGet": {}}, "exactly one of"),
+        ({"exec": {}, "periodSeconds": -1}, "must be positive"),
+        ({"exec": {}, "successThreshold": 2}, "successThreshold must be 1"),
+    ],
+    ids=["no handler", "two handlers", "negative period", "liveness success threshold"],
+)
+def test_invalid_probes_name_the_field(probe: dict[str, object], message: str) -> None:
+    with pytest.raises(ValueError, match=message) as info:
+        ProbeSpec.from_container(
+            {"name": "c", "livenessProbe": probe or {"x": 1}}, ProbeKind.LIVENESS
+        )
+    assert "containers[c].livenessProbe" in str(info.value)
+
+
+def run(state: ProbeState, s: ProbeSpec, outcomes: str) -> list[ProbeResult]:
+    seen = []
+    for outcome in outcomes:
+        state = state.observe(s, outcome == "+")
+        seen.append(state.result)
+    return seen
+
+
+def test_readiness_starts_not_ready_and_needs_success_threshold() -> None:
+    s = spec(ProbeKind.READINESS, successThreshold=2, failureThreshold=2)
+    state = ProbeState.initial(ProbeKind.READINESS)
+    assert state.result is ProbeResult.FAILURE
+    S, F = ProbeResult.SUCCESS, ProbeResult.FAILURE
+    assert run(state, s, "++-+--++") == [F, S, S, S, S, F, F, S]
+
+
+def test_liveness_fails_after_failure_threshold_consecutive_failures() -> None:
+    s = spec(failureThreshold=3)
+    U, S, F = ProbeResult.UNKNOWN, ProbeResult.SUCCESS, ProbeResult.FAILURE
+    assert run(ProbeState.initial(ProbeKind.LIVENESS), s, "--+---") == [U, U, S, S, S, F]
