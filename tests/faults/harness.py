@@ -28,7 +28,9 @@ from computedomain.kubeletplugin.cdistore import CdiStore
 from computedomain.kubeletplugin.plugin import COMPONENT
 from computedomain.proto import kubelet_client
 from computedomain.sim.apiserver.server import EmbeddedApiServer
-from computedomain.sim.faults.apiserver import ApiFaults
+from computedomain.sim.faults import decide
+from computedomain.sim.faults.apiserver import ApiFaults, WatchFault
+from computedomain.sim.faults.schedule import FaultScheduler, Rate
 from tests.integration.kubeletplugin.conftest import (
     Running,
     World,
@@ -347,3 +349,27 @@ class NodeThread:
         if self._stop is not None and self._thread.is_alive():
             self.loop.call_soon_threadsafe(self._stop.set)
         self._thread.join(60)
+
+
+@contextlib.asynccontextmanager
+async def chaos(scheduler: FaultScheduler) -> AsyncIterator[FaultScheduler]:
+    """Run ``scheduler`` for the duration of the block, then stop it and heal what lasts."""
+    task = asyncio.create_task(scheduler.run())
+    try:
+        yield scheduler
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await scheduler.heal()
+
+
+def watch_chaos(faults: ApiFaults, seed: int) -> FaultScheduler:
+    """Drops (1/s) and expiries (0.5/s) of the long-lived watches, on top of the per-request
+    rates (which strike a watch only as it starts)."""
+    return FaultScheduler(
+        [
+            Rate(WatchFault(faults, decide.DROP), 1.0),
+            Rate(WatchFault(faults, decide.EXPIRE), 0.5),
+        ],
+        seed=seed,
+    )

@@ -62,10 +62,12 @@ async def test_plugin_under_api_faults(seed: int, tmp_path: Path, short_dir: Pat
                 run = Run(short_dir / "n", claims, cluster.api, cluster.world.node, rng, client)
                 faults.enabled = True
                 faults.drop_watches()  # the informers watch again, under the faults
-                for _ in range(int(settings.scale(24, 120))):
-                    await run.step()
+                async with harness.chaos(harness.watch_chaos(faults, seed)) as scheduler:
+                    for _ in range(int(settings.scale(24, 120))):
+                        await run.step()
                 faults.enabled = False
                 print("faults:", json.dumps(faults.report()))
+                print("watch chaos:", json.dumps(scheduler.counts.by_kind()))
                 print("steps:", "; ".join(run.steps), f"(races: {run.races})")
                 channels = [c for c in claims if c.kind == "channel" and c.ready]
                 winner = rng.choice(channels)

@@ -36,6 +36,7 @@ from computedomain.sim.apiserver.state import ApiState
 from computedomain.sim.faults import control, decide, watches
 from computedomain.sim.faults import spec as faultspec
 from computedomain.sim.faults.counts import FaultCounts
+from computedomain.sim.faults.schedule import Injected
 
 log = logging.getLogger(__name__)
 
@@ -151,6 +152,10 @@ class ApiFaults:
             **self.counts.snapshot(),
         }
 
+    def watched(self) -> list[str]:
+        """The plurals of the live watches (each once, sorted)."""
+        return sorted({w.resource for w in self._watches if not w.transport.is_closing()})
+
     def drop_watches(self, resource: str | None = None) -> int:
         """Drop the connection of every live watch (of one plural); returns how many."""
         dropped = 0
@@ -246,3 +251,30 @@ class ApiFaults:
         elif watch.skey is not None and self.state is not None:
             watches.expire(self.state, watch.skey)
             self.counts.record(decide.EXPIRE, target)
+
+
+class WatchFault:
+    """Watch faults at random moments, for a :class:`~.schedule.FaultScheduler`: drop every
+    watch of one watched resource (``watch-drop``) or expire its window (``watch-expire``).
+    Per-request rates only strike watches as they start; this strikes long-lived ones."""
+
+    def __init__(self, faults: ApiFaults, kind: str = decide.DROP) -> None:
+        if kind not in (decide.DROP, decide.EXPIRE):
+            msg = f"kind must be {decide.DROP} or {decide.EXPIRE}, not {kind!r}"
+            raise ValueError(msg)
+        self._faults = faults
+        self._kind = kind
+
+    @property
+    def kind(self) -> str:
+        return self._kind
+
+    def targets(self) -> list[str]:
+        return self._faults.watched() if self._faults.enabled else []
+
+    async def inject(self, target: str) -> Injected | None:
+        if self._kind == decide.DROP:
+            count = self._faults.drop_watches(target)
+        else:
+            count = self._faults.expire_watches(target)
+        return Injected(f"{count} watch(es) of {target}") if count else None
