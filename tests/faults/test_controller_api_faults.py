@@ -38,6 +38,7 @@ class Churn:
         self.nodes: dict[str, list[str]] = {}  # uid -> nodes whose daemons joined
         self.serial = 0
         self.steps: list[str] = []
+        self.counters: dict[str, str] = {}  # node -> the last value another party wrote
 
     async def create(self) -> None:
         self.serial += 1
@@ -67,14 +68,21 @@ class Churn:
         )
         self.steps.append(f"join {name} {node}")
 
+    async def other_writer(self) -> None:
+        node = self.rng.choice(sorted(n for joined in self.nodes.values() for n in joined))
+        self.counters[node] = await harness.bump_node_annotation(self.world.api, node)
+        self.steps.append(f"write {node}")
+
     async def step(self) -> None:
         roll = self.rng.random()
-        if not self.live or roll < 0.4:
+        if not self.live or roll < 0.35:
             await self.create()
-        elif roll < 0.6:
+        elif roll < 0.55:
             await self.delete()
-        else:
+        elif roll < 0.85 or not self.nodes:
             await self.join()
+        else:
+            await self.other_writer()
 
 
 async def settled(bench: Bench, churn: Churn) -> list[str]:
@@ -126,6 +134,9 @@ async def settled(bench: Bench, churn: Churn) -> list[str]:
                 continue
             if labels.get(names.COMPUTE_DOMAIN_LABEL) == uid:
                 problems.append(f"{name}: node {node} still labelled")
+    for node, value in churn.counters.items():  # no write of the controller undid another's
+        if await harness.node_annotation(api, node) != value:
+            problems.append(f"node {node}: another party's write was lost")
     problems += [f"orphaned DaemonSet {n}" for n in daemon_sets - live_objects]
     problems += [f"orphaned daemon template {n}" for n in driver_rcts - live_objects]
     return problems
