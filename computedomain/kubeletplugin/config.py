@@ -270,9 +270,7 @@ def flag_set() -> flags.FlagSet:
 def parse(argv: Sequence[str], environ: Mapping[str, str]) -> Config:
     """Build the Config from command-line arguments and the environment. Pure; ConfigError."""
     parser = argparse.ArgumentParser(prog="cd-kubelet-plugin", add_help=True, exit_on_error=False)
-    parser.add_argument(
-        "--version", action="version", version=f"cd-kubelet-plugin {computedomain.__version__}"
-    )
+    parser.add_argument("--version", action="version", version=computedomain.__version__)
     for option in OPTIONS:
         env_names = ", ".join(option.env)
         parser.add_argument(
