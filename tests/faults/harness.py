@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shutil
 import signal
 import sys
 import threading
@@ -185,6 +186,12 @@ async def bump_node_annotation(api: Api, node: str) -> str:
 # --------------------------------------------------------------------------- plugin process
 
 
+def new_boot(env: dict[str, str]) -> None:
+    """A new boot ID, and the CDI directory (a tmpfs) empty again."""
+    Path(env["BOOT_ID_PATH"]).write_text(f"{uuid.uuid4()}\n")
+    shutil.rmtree(env["CDI_ROOT"], ignore_errors=True)
+
+
 class PluginProcess:
     """A real ``cd-kubelet-plugin``, restarted whenever it exits (as the kubelet restarts a
     container). Its output goes through a pipe (a full-disk fault makes writes to files fail,
@@ -193,7 +200,8 @@ class PluginProcess:
     def __init__(self, env: dict[str, str]) -> None:
         self.env = env
         self.process: asyncio.subprocess.Process | None = None
-        self.exits: list[int] = []
+        self.exits: list[int] = []  # exits it made or was killed into, reboots aside
+        self.reboots = 0
         self.log = bytearray()
         self._keeper: asyncio.Task[None] | None = None
         self._drains: set[asyncio.Task[None]] = set()
@@ -257,6 +265,20 @@ class PluginProcess:
     async def client(self) -> kubelet_client.DraClient:
         registration = await kubelet_client.register(self.socket, driver_name=names.DRIVER_NAME)
         return kubelet_client.DraClient.for_registration(registration)
+
+    async def reboot(self) -> None:
+        """What a reboot does to the plugin's node: the process is killed, the boot ID
+        changes, the CDI directory (a tmpfs) comes back empty, the plugin starts again."""
+        if self._keeper is not None:
+            self._keeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._keeper
+        if self.process is not None and self.process.returncode is None:
+            self.process.kill()
+            await self.process.wait()
+        await asyncio.to_thread(new_boot, self.env)
+        self.reboots += 1
+        await self.start()
 
     async def stop(self) -> int | None:
         """SIGTERM and wait; the exit status (None if it had to be killed)."""
