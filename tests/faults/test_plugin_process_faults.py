@@ -215,10 +215,10 @@ async def test_after_a_reboot_the_plugin_starts_clean_and_claims_prepare_again(
 @pytest.mark.xfail(
     strict=True,
     reason=(
-        "after a reboot the checkpoint is reset (checkpointstore.py load_at_startup, #951) but "
-        "the Node keeps the domain label; unprepare of the claim then finds no entry "
-        "(kubeletplugin/state.py:356-357 returns early) and never releases it, so the node stays bound to "
-        "the domain until the domain is deleted (no prepared channel claim holds it)"
+        "after a reboot the checkpoint is reset (checkpointstore.py load_at_startup, #951) "
+        "but the Node keeps the domain label; unprepare of the claim then finds no entry "
+        "(kubeletplugin/state.py:356-357 returns early) and never releases it, so the node "
+        "stays bound to the domain until the domain is deleted (no prepared claim holds it)"
     ),
 )
 async def test_after_a_reboot_unprepare_leaves_no_label_behind(
