@@ -19,7 +19,8 @@ from computedomain.kube.rest import Api
 from computedomain.sim.apiserver import authn
 from computedomain.sim.apiserver.server import EmbeddedApiServer
 from computedomain.sim.faults import control, decide
-from computedomain.sim.faults.apiserver import ApiFaults
+from computedomain.sim.faults.apiserver import ApiFaults, WatchFault
+from computedomain.sim.faults.schedule import FaultScheduler
 from tests.faults.harness import eventually
 
 NS = "default"
@@ -278,3 +279,24 @@ async def test_the_control_endpoint() -> None:
                 assert response.status == 400
             async with http.post(url, headers=auth) as response:
                 assert response.status == 405
+
+
+async def test_watch_faults_from_the_scheduler() -> None:
+    faults = ApiFaults("seed=1")
+    scheduler = FaultScheduler([], seed=1)
+    async with server_with(faults) as server, client(server) as api:
+        informer = Informer(api, resources.CONFIG_MAPS, namespace=NS, watch_timeout=(30, 60))
+        task = asyncio.create_task(informer.run())
+        try:
+            assert await informer.wait_for_sync(10)
+            await eventually(lambda: faults.watched() == ["configmaps"], what="the watch")
+            event = await scheduler.fire(WatchFault(faults, decide.EXPIRE))
+            assert event is not None
+            assert (event.kind, event.target) == (decide.EXPIRE, "configmaps")
+            await eventually(lambda: informer.relists >= 1, what="the relist")
+            faults.enabled = False
+            assert WatchFault(faults, decide.DROP).targets() == []  # paused: no targets
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task

@@ -8,9 +8,10 @@ nodes and disks through the same scheduler.
   :mod:`.control` (``/debug/faults``: change them at run time, admin only);
 - :mod:`.counts` — what was injected, by kind and target, for reports;
 - :mod:`.schedule` — the :class:`~.schedule.Fault` protocol and the seeded
-  :class:`~.schedule.FaultScheduler` that fires faults at random moments; the faults that need
-  no simulation live beside it: :mod:`.processes` (SIGKILL of a component) and :mod:`.disk`
-  (a full disk for one process through ``RLIMIT_FSIZE``).
+  :class:`~.schedule.FaultScheduler` that fires faults at random moments: :mod:`.processes`
+  (SIGKILL of a component), :mod:`.disk` (a full disk for one process, ``RLIMIT_FSIZE``),
+  :mod:`.nodes` (a reboot, a node NotReady, through the simulation's node callables) and
+  :class:`~.apiserver.WatchFault` (drop or expire long-lived watches).
 
 Only the CLI and tests import this package (import-linter: nothing imports ``sim``).
 """
