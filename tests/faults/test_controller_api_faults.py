@@ -159,12 +159,12 @@ async def test_controller_under_api_faults(seed: int, tmp_path: Path) -> None:
             faults.enabled = True
             faults.drop_watches()  # the informers watch again, under the faults
             async with harness.chaos(harness.watch_chaos(faults, seed)) as scheduler:
-                for _ in range(int(settings.scale(16, 80))):
+                for _ in range(int(settings.scale(12, 80))):
                     await churn.step()
                     # Pace the churn so that the controller works under the faults meanwhile
                     # (load shaping, not synchronisation: nothing waits for an outcome).
                     await asyncio.sleep(rng.uniform(0.0, 0.3))
-                await asyncio.sleep(settings.scale(2.0, 10.0))
+                await asyncio.sleep(settings.scale(1.5, 10.0))
             faults.enabled = False
             print("faults:", json.dumps(faults.report()))
             print("watch chaos:", json.dumps(scheduler.counts.by_kind()))

@@ -54,7 +54,7 @@ async def test_full_disk_fails_the_claim_cleanly_and_the_plugin_serves_on(
         try:
             assert await scheduler.fire(disk) is not None
             async with await plugin.client() as kubelet:
-                result = (await kubelet.prepare([ref(daemon)], deadline=3))[uid]
+                result = (await kubelet.prepare([ref(daemon)], deadline=2))[uid]
             assert "File too large" in result.error
             assert harness.injected(root, uid) == []  # nothing half-written
             await scheduler.heal()
@@ -64,7 +64,7 @@ async def test_full_disk_fails_the_claim_cleanly_and_the_plugin_serves_on(
             assert len(harness.injected(root, uid)) == 2
             await scheduler.fire(disk)
             async with await plugin.client() as kubelet:
-                failed = await kubelet.unprepare([ref(daemon)], deadline=3)
+                failed = await kubelet.unprepare([ref(daemon)], deadline=2)
             assert "File too large" in failed[uid]
             await scheduler.heal()
             async with await plugin.client() as kubelet:
@@ -103,7 +103,7 @@ async def test_a_failed_unprepare_never_leaves_a_prepared_claim_without_its_cdi_
                 assert (await kubelet.prepare([ref(daemon)], deadline=5))[uid].error == ""
             await scheduler.fire(FullDisk(lambda: plugin_table(plugin)))
             async with await plugin.client() as kubelet:
-                assert (await kubelet.unprepare([ref(daemon)], deadline=3))[uid]
+                assert (await kubelet.unprepare([ref(daemon)], deadline=2))[uid]
             await scheduler.heal()
             # Another pod of the node uses the (shared) claim: the kubelet prepares it again.
             async with await plugin.client() as kubelet:
