@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -108,11 +109,20 @@ class Run:
     async def race(self, claim: Claim) -> bool:
         """A prepare that waits (its domain is not ready), unprepared meanwhile: it must fail
         and leave nothing. False when the prepare was not seen in flight (no race then)."""
+        # Start from no entry, so that the entry seen below is this request's, not a leftover
+        # of an earlier step's (an unprepare would remove that one, and this prepare, arriving
+        # after it, would rightly prepare the claim again).
+        before = await self._call("unprepare", [claim], 3.0)
+        if before is None or before.get(claim.uid) != "" or harness.injected(self.root, claim.uid):
+            self.known[claim.uid] = "unknown"
+            return False
+        sent = time.time()
         pending = asyncio.create_task(self._call("prepare", [claim], 3.0))
 
         def started() -> bool:
             entry = harness.read_checkpoint(self.root).claims.get(claim.uid)
-            return pending.done() or (entry is not None and not entry.completed)
+            fresh = entry is not None and not entry.completed and entry.at >= sent
+            return pending.done() or fresh
 
         in_flight = await harness.within(started, 1.5) and not pending.done()
         unprepared = False
