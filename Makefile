@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed-stamp
 PLUGINS := $(wildcard plugins/*/pyproject.toml)
 PYTEST_ARGS ?=
 
-.PHONY: all venv system-deps demo test lint typecheck unit proto bench faults clean
+.PHONY: all venv system-deps demo test lint typecheck unit proto docs bench faults clean
 
 all: test
 
@@ -50,6 +50,10 @@ unit: venv
 
 proto: venv
 	$(PY) -m computedomain.proto.generate
+
+# docs/configuration.md from the programs' flag declarations (a test fails when it is stale).
+docs: venv
+	$(PY) -m computedomain.cli.docs
 
 bench: venv
 	@for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

@@ -14,7 +14,11 @@ from collections.abc import Callable
 
 import computedomain
 
-COMMAND_MODULES = ("computedomain.cli.sim_apiserver", "computedomain.cli.sim_cluster")
+COMMAND_MODULES = (
+    "computedomain.cli.sim_apiserver",
+    "computedomain.cli.sim_cluster",
+    "computedomain.cli.doctor.command",
+)
 
 Run = Callable[[argparse.Namespace], int]
 
