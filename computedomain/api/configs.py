@@ -99,7 +99,7 @@ def decode(parameters: str | bytes | Mapping[str, Any], *, strict: bool = True) 
     kind = data.get("kind")
     if api_version != names.GROUP_VERSION:
         raise ConfigError("apiVersion", f"must be {names.GROUP_VERSION!r}, got {api_version!r}")
-    if kind not in _FIELDS:
+    if not isinstance(kind, str) or kind not in _FIELDS:
         known = ", ".join(sorted(_FIELDS))
         raise ConfigError("kind", f"{kind!r} is not a recognized configuration (want {known})")
     if strict:
