@@ -193,7 +193,7 @@ class DraClient:
         return dra.unprepare_results(response)
 
     async def close(self) -> None:
-        await self._channel.close()
+        await self._channel.close(None)
 
     async def __aenter__(self) -> Self:
         return self
