@@ -46,8 +46,8 @@ __all__ = [
     "daemon_hosts",
     "daemon_pods",
     "delete_now",
-    "domain_ready",
     "doctor_text",
+    "domain_ready",
     "events_about",
     "gone",
     "module_cluster",
@@ -135,7 +135,7 @@ def module_cluster(
     nodes_per_rack: int = 2,
     extra_args: Sequence[str] = (),
 ) -> Iterator[Cluster]:
-    """``sim up`` a cluster of ``racks`` × ``nodes_per_rack`` nodes (named ``r<i>n<j>``),
+    """``sim up`` a cluster of ``racks`` x ``nodes_per_rack`` nodes (named ``r<i>n<j>``),
     yield it, ``sim down`` after. Fails the test with ``sim up``'s stderr if it does not start."""
     state = tmp_path_factory.mktemp(name) / "sim"
     result = run_cli(
@@ -260,7 +260,7 @@ async def doctor_text(cluster: Cluster, ns: str, domain: str | None = None) -> s
     """The doctor's text report for the namespace (or one domain), or why it could not run."""
     try:
         reports = await command.diagnose_cluster(cluster.config, gathering.Scope(ns, domain))
-    except Exception as exc:  # noqa: BLE001 - a failure message must never raise
+    except Exception as exc:  # a failure message must never raise
         return f"(doctor failed: {exc!r})"
     return report.render_text(reports)
 
@@ -325,9 +325,10 @@ async def pods_running(
     async def probe() -> list[Obj] | None:
         items = await listed()
         live = [p for p in items if not p["metadata"].get("deletionTimestamp")]
-        if len(items) == count and all(p["status"].get("phase") == "Running" for p in live):
-            if len(live) == count:
-                return sorted(live, key=lambda p: p["spec"].get("nodeName", ""))
+        if len(live) == len(items) == count and all(
+            p["status"].get("phase") == "Running" for p in live
+        ):
+            return sorted(live, key=lambda p: p["spec"].get("nodeName", ""))
         return None
 
     async def explain() -> str:
