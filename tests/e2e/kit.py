@@ -6,7 +6,9 @@ workers' own reports, and what a node keeps on disk (CDI specs, checkpoint entri
 Used by the scenario modules in ``tests/e2e``; talks to the cluster with the official client
 (:func:`computedomain.kube.client.connect`, :class:`computedomain.kube.rest.Api`), starts and
 stops it with ``computedomain sim up/down``. Workers are pods running :data:`WORKER_SCRIPT`,
-which prints one JSON line (the IMEX channel device nodes it sees and its environment) and sleeps.
+which prints one JSON line and sleeps: ``channels`` (the names under its
+``/dev/nvidia-caps-imex-channels``, None when absent), ``channel0`` (that device node's content:
+the simulation's placeholder record, JSON) and ``env`` (its environment).
 """
 
 from __future__ import annotations
@@ -72,7 +74,13 @@ try:
     channels = sorted(os.listdir(d))
 except OSError:
     channels = None
-print(json.dumps({"channels": channels, "env": dict(os.environ)}), flush=True)
+try:
+    with open(os.path.join(d, "channel0")) as f:
+        channel0 = f.read()
+except OSError:
+    channel0 = None
+report = {"channels": channels, "channel0": channel0, "env": dict(os.environ)}
+print(json.dumps(report), flush=True)
 time.sleep(100000)
 """
 
@@ -105,7 +113,8 @@ class Cluster:
 
     @property
     def config(self) -> ClientConfig:
-        return ClientConfig(kubeconfig=str(self.kubeconfig))
+        # A long request timeout: on a loaded machine the simulation may stall for a while.
+        return ClientConfig(kubeconfig=str(self.kubeconfig), timeout_seconds=60.0, qps=50.0)
 
     def node_root(self, node: str) -> Path:
         """The directory standing for ``node``'s ``/``."""
