@@ -51,7 +51,10 @@ __all__ = [
     "doctor_text",
     "domain_ready",
     "events_about",
+    "formed",
     "gone",
+    "hosts_consistent",
+    "membership",
     "module_cluster",
     "pod_log",
     "pods_running",
@@ -447,3 +450,71 @@ async def events_about(api: Api, ns: str, kind: str, name: str) -> list[Obj]:
         if (e.get("involvedObject") or {}).get("kind") == kind
         and (e.get("involvedObject") or {}).get("name") == name
     ]
+
+
+def membership(domain: Obj) -> dict[str, tuple[str, int, str]]:
+    """node -> (cliqueID, index, IP), from the domain's ``status.nodes``. Pure."""
+    return {
+        n["name"]: (n["cliqueID"], n["index"], n["ipAddress"])
+        for n in (domain.get("status") or {}).get("nodes") or []
+    }
+
+
+async def formed(
+    api: Api, cluster: Cluster, ns: str, name: str, nodes: set[str], *, within: float = DEADLINE
+) -> Obj:
+    """Wait until the domain is Ready with exactly ``nodes``, each entry Ready and naming the
+    daemon pod that now runs on its node (so a replaced daemon has re-registered); return it."""
+
+    async def probe() -> Obj | None:
+        domain = await api.get(resources.COMPUTE_DOMAINS, name, ns)
+        status = domain.get("status") or {}
+        entries = status.get("nodes") or []
+        if status.get("status") != "Ready" or {e["name"] for e in entries} != nodes:
+            return None
+        pods = {
+            p["spec"].get("nodeName"): p["metadata"]["uid"]
+            for p in await daemon_pods(api, domain["metadata"]["uid"])
+            if not p["metadata"].get("deletionTimestamp")
+        }
+        if all(e.get("status") == "Ready" and pods.get(e["name"]) == e["podUID"] for e in entries):
+            return domain
+        return None
+
+    return await wait_until(
+        f"ComputeDomain {ns}/{name} formed on {sorted(nodes)}",
+        probe,
+        within=within,
+        explain=lambda: doctor_text(cluster, ns, name),
+    )
+
+
+async def hosts_consistent(
+    api: Api, cluster: Cluster, domain: Obj, *, within: float = DEADLINE
+) -> None:
+    """Wait until every daemon's hosts file maps exactly its clique's DNS names to its clique's
+    IPs (``compute-domain-daemon-<index>`` -> IP of the member with that index), per
+    :func:`membership` of ``domain``."""
+    members = membership(domain)
+    expected: dict[str, dict[str, str]] = {}
+    for clique, index, ip in members.values():
+        expected.setdefault(clique, {})[f"compute-domain-daemon-{index:04d}"] = ip
+
+    async def seen() -> dict[str, dict[str, str]]:
+        pods = await daemon_pods(api, domain["metadata"]["uid"])
+        return {
+            p["spec"]["nodeName"]: daemon_hosts(cluster, p)
+            for p in pods
+            if not p["metadata"].get("deletionTimestamp")
+        }
+
+    async def probe() -> bool:
+        hosts = await seen()
+        return hosts.keys() == members.keys() and all(
+            hosts[node] == expected[clique] for node, (clique, _, _) in members.items()
+        )
+
+    async def explain() -> str:
+        return f"expected per clique {expected}, seen per node {await seen()}"
+
+    await wait_until("daemon hosts files consistent", probe, within=within, explain=explain)

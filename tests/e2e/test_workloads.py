@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from computedomain.kube import errors, resources
+from computedomain.kube import errors
 from computedomain.kube.rest import Api
 
 from . import kit
@@ -42,61 +42,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[kit.Cluster]:
 async def api(cluster: kit.Cluster) -> AsyncIterator[Api]:
     async with kit.api_of(cluster) as client:
         yield client
-
-
-def membership(domain: dict[str, Any]) -> dict[str, tuple[str, int, str]]:
-    """node -> (cliqueID, index, IP) from the domain's status."""
-    return {
-        n["name"]: (n["cliqueID"], n["index"], n["ipAddress"])
-        for n in (domain.get("status") or {}).get("nodes") or []
-    }
-
-
-async def formed(api: Api, cluster: kit.Cluster, nodes: set[str]) -> dict[str, Any]:
-    """Wait until the domain is Ready with exactly ``nodes``, every entry Ready; return it."""
-
-    async def probe() -> dict[str, Any] | None:
-        domain = await api.get(resources.COMPUTE_DOMAINS, DOMAIN, NS)
-        status = domain.get("status") or {}
-        entries = status.get("nodes") or []
-        if (
-            status.get("status") == "Ready"
-            and {e["name"] for e in entries} == nodes
-            and all(e.get("status") == "Ready" for e in entries)
-        ):
-            return domain
-        return None
-
-    return await kit.wait_until(
-        f"domain Ready on {sorted(nodes)}",
-        probe,
-        explain=lambda: kit.doctor_text(cluster, NS, DOMAIN),
-    )
-
-
-async def hosts_consistent(api: Api, cluster: kit.Cluster, domain: dict[str, Any]) -> None:
-    """Wait until every daemon's hosts file maps exactly its clique's DNS names to its clique's
-    IPs (``compute-domain-daemon-<index>`` -> IP of the node with that index)."""
-    members = membership(domain)
-    expected_by_clique: dict[str, dict[str, str]] = {}
-    for clique, index, ip in members.values():
-        expected_by_clique.setdefault(clique, {})[f"compute-domain-daemon-{index:04d}"] = ip
-    node_clique = {node: clique for node, (clique, _, _) in members.items()}
-
-    async def seen() -> dict[str, dict[str, str]]:
-        pods = await kit.daemon_pods(api, domain["metadata"]["uid"])
-        return {p["spec"]["nodeName"]: kit.daemon_hosts(cluster, p) for p in pods}
-
-    async def probe() -> bool:
-        hosts = await seen()
-        return hosts.keys() == members.keys() and all(
-            hosts[node] == expected_by_clique[node_clique[node]] for node in members
-        )
-
-    async def explain() -> str:
-        return f"expected per clique {expected_by_clique}, seen per node {await seen()}"
-
-    await kit.wait_until("daemon hosts files consistent", probe, explain=explain)
 
 
 async def _deploy(api: Api, cluster: kit.Cluster, name: str, nodes: list[str]) -> list[Any]:
@@ -123,7 +68,7 @@ async def _two_node_domain(api: Api, cluster: kit.Cluster) -> dict[str, Any]:
             f"worker {pod['metadata']['name']} reports", _report(cluster, pod)
         )
         assert report["channels"] == ["channel0"]
-    return await formed(api, cluster, {"r0n0", "r0n1"})
+    return await kit.formed(api, cluster, NS, DOMAIN, {"r0n0", "r0n1"})
 
 
 def _report(cluster: kit.Cluster, pod: dict[str, Any]) -> Any:
@@ -135,21 +80,21 @@ def _report(cluster: kit.Cluster, pod: dict[str, Any]) -> Any:
 
 async def test_a_two_node_workload_forms_one_clique(api: Api, cluster: kit.Cluster) -> None:
     domain = await _two_node_domain(api, cluster)
-    members = membership(domain)
+    members = kit.membership(domain)
     assert {index for _, index, _ in members.values()} == {0, 1}
     assert len({clique for clique, _, _ in members.values()}) == 1
     [clique] = await kit.cliques(api, domain["metadata"]["uid"])
     assert sorted((d["nodeName"], d["index"]) for d in clique["daemons"]) == sorted(
         (node, index) for node, (_, index, _) in members.items()
     )
-    await hosts_consistent(api, cluster, domain)
+    await kit.hosts_consistent(api, cluster, domain)
 
 
 async def test_a_multi_rack_workload_gets_a_clique_per_rack(api: Api, cluster: kit.Cluster) -> None:
-    before = membership(await _two_node_domain(api, cluster))
+    before = kit.membership(await _two_node_domain(api, cluster))
     await _deploy(api, cluster, "rack1", ["r1n0", "r1n1"])
-    domain = await formed(api, cluster, set(cluster.nodes))
-    members = membership(domain)
+    domain = await kit.formed(api, cluster, NS, DOMAIN, set(cluster.nodes))
+    members = kit.membership(domain)
     # Rack r0's daemons never left: their entries are unchanged.
     assert {n: members[n] for n in before} == before
     by_clique: dict[str, set[str]] = {}
@@ -163,4 +108,4 @@ async def test_a_multi_rack_workload_gets_a_clique_per_rack(api: Api, cluster: k
         assert sorted(d["index"] for d in daemons) == [0, 1], obj
         [clique_id] = {d["cliqueID"] for d in daemons}
         assert {d["nodeName"] for d in daemons} == by_clique[clique_id]
-    await hosts_consistent(api, cluster, domain)
+    await kit.hosts_consistent(api, cluster, domain)
