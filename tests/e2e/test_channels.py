@@ -22,7 +22,11 @@ from computedomain.kube.rest import Api
 
 from . import kit
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("scenario-channels")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.xdist_group("scenario-channels"),
+    pytest.mark.timeout(300),
+]
 
 
 @pytest.fixture(scope="module")

@@ -26,7 +26,11 @@ from computedomain.kube.rest import Api
 
 from . import kit
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("scenario-failover")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.xdist_group("scenario-failover"),
+    pytest.mark.timeout(300),
+]
 
 NS = "failover"
 DOMAIN = "job"

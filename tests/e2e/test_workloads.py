@@ -26,7 +26,11 @@ from computedomain.kube.rest import Api
 
 from . import kit
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("scenario-workloads")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.xdist_group("scenario-workloads"),
+    pytest.mark.timeout(300),
+]
 
 NS = "work"
 DOMAIN = "job"
