@@ -68,7 +68,6 @@ Obj = dict[str, Any]
 DEADLINE = 90.0  # generous: the machine running the suite is small and shared
 DRIVER_NAMESPACE = "computedomain-system"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
-CHANNELS_DIR = "nvidia-caps-imex-channels"
 
 WORKER_SCRIPT = """\
 import json, os, time
