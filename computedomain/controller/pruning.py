@@ -1,5 +1,4 @@
-"""Clique pruning: drop daemon entries whose node no longer runs a daemon of that domain and
-will not run one again.
+"""Clique pruning: drop daemon entries whose node no longer runs a daemon of that domain.
 
 Daemons remove their own entry when they stop gracefully; pruning covers crashes, force
 deletes and lost nodes (controller.md §4.5). Upstream kept an entry alive while a daemon pod of
@@ -9,11 +8,6 @@ registers only after its pod exists, an entry without a cached pod usually means
 lags: a prune is therefore planned only after a live read has confirmed the pods (a
 :class:`~.actions.ReadLivePods` first). The controller never creates or deletes cliques. Pure;
 called by :mod:`~computedomain.controller.planning`.
-
-A node that still carries the domain's label keeps its entry even while it has no daemon pod:
-the DaemonSet is about to put one back (a force-deleted or evicted daemon pod), and the new
-daemon finds its entry by node name and keeps its index (spec README §2 item 1). Pruning it in
-that gap would let the daemons re-register in any order and swap their indices.
 """
 
 from __future__ import annotations
@@ -33,7 +27,7 @@ def plan_prunes(snapshot: Snapshot, cliques: Sequence[ComputeDomainClique]) -> t
     """
     if snapshot.mode is not Mode.CLIQUES:
         return ()
-    present = aggregation.daemon_nodes(snapshot.effective_pods) | set(snapshot.labelled_nodes)
+    present = aggregation.daemon_nodes(snapshot.effective_pods)
     prunes: list[Action] = []
     for clique in sorted(cliques, key=lambda c: (c.metadata.namespace, c.metadata.name)):
         stale = frozenset(d.node_name for d in clique.daemons if d.node_name not in present)

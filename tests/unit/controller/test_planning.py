@@ -225,22 +225,6 @@ def test_clique_prune_needs_a_live_read_and_is_scoped_to_the_domain() -> None:
     assert other_domain_pod["metadata"]["labels"][names.COMPUTE_DOMAIN_LABEL] == "uid-2"
 
 
-def test_an_entry_on_a_node_still_labelled_for_the_domain_is_kept() -> None:
-    # n2's daemon pod was force-deleted; the DaemonSet will put one back there (the node still
-    # carries the domain's label), and that daemon must find its entry and keep index 1.
-    cd = b.domain(finalizers=FIN)
-    entries = [b.daemon("n1"), b.daemon("n2", index=1), b.daemon("n3", index=2)]
-    snap = b.full_snapshot(
-        cd,
-        cliques=(b.clique(daemons=entries),),
-        pods=(b.pod("n1"),),
-        labelled_nodes=("n1", "n2"),
-    )
-    actions = planning.plan(attrs.evolve(snap, live_pods=(b.pod("n1"),)))
-    prunes = [a for a in actions if isinstance(a, PruneClique)]
-    assert [p.nodes for p in prunes] == [frozenset({"n3"})]
-
-
 def test_no_live_read_when_every_entry_has_its_pod() -> None:
     cd = b.domain(finalizers=FIN)
     snap = b.full_snapshot(cd, cliques=(b.clique(daemons=[b.daemon("n1")]),), pods=(b.pod("n1"),))
