@@ -62,6 +62,13 @@ def register(commands: Commands) -> None:
             "--port", type=int, default=0, help="API server port (0: any free port)"
         )
         parser.add_argument(
+            "--no-tls",
+            dest="tls",
+            action="store_false",
+            help="serve plain HTTP (kubectl then refuses the kubeconfig's token; the default "
+            "is HTTPS with a generated CA written into the kubeconfig)",
+        )
+        parser.add_argument(
             "--no-wait-components",
             dest="wait_components",
             action="store_false",
@@ -93,6 +100,8 @@ def _run_args(args: argparse.Namespace) -> list[str]:
         out.append(f"--isolation={args.isolation}")
     if not args.wait_components:
         out.append("--no-wait-components")
+    if not args.tls:
+        out.append("--no-tls")
     return out
 
 
@@ -119,6 +128,7 @@ def cluster_config(args: argparse.Namespace) -> ClusterConfig:
         imex_path=args.imex_path or str(wrappers.ensure()),
         isolation=Isolation(args.isolation) if args.isolation else None,
         port=args.port,
+        tls=args.tls,
     )
 
 

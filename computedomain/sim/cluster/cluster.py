@@ -4,12 +4,14 @@ with ``deployments/`` installed.
 Created by ``computedomain sim run`` (which ``sim up`` starts in the background) and by the
 integration and e2e tests. :meth:`SimCluster.start` lays out the state directory
 (:mod:`.layout`), picks the isolation mode, takes a block of loopback addresses, starts the
-:class:`~computedomain.sim.apiserver.server.EmbeddedApiServer` with RBAC on, writes the admin
-kubeconfig, renders and installs the manifests (:mod:`.kustomize`, :mod:`.install`), and starts
-the scheduler, the DaemonSet/Deployment/resourceclaim controllers, pod GC and one kubelet per
-node of the :class:`.topology.Topology`. The components of ``deployments/`` then run as real
-processes in the simulated pods. :meth:`SimCluster.stop` kills every process and stops the
-server.
+:class:`~computedomain.sim.apiserver.server.EmbeddedApiServer` with RBAC on and (by default)
+HTTPS with a self-signed CA kept in the API server's data directory, writes the admin kubeconfig
+(with that CA as ``certificate-authority-data``, so kubectl and client-go accept it), renders
+and installs the manifests (:mod:`.kustomize`, :mod:`.install`), and starts the scheduler, the
+DaemonSet/Deployment/resourceclaim controllers, pod GC and one kubelet per node of the
+:class:`.topology.Topology` (each kubelet puts the CA into its pods' service account kubeconfig
+and projected ``ca.crt``). The components of ``deployments/`` then run as real processes in the
+simulated pods. :meth:`SimCluster.stop` kills every process and stops the server.
 """
 
 from __future__ import annotations
@@ -80,6 +82,7 @@ class ClusterConfig:
     settings: KubeletSettings = attrs.field(factory=KubeletSettings)
     use_kubectl: bool | None = None  # for rendering; None: when installed
     port: int = 0
+    tls: bool = True  # HTTPS: kubectl and client-go send tokens only over TLS
 
 
 def image_for(imex_path: str | None) -> Image:
@@ -131,13 +134,21 @@ class SimCluster:
         node_configs = topology.nodes(self.config.topology, self.addresses.node_address)
         self.layout.create([n.name for n in node_configs])
         self.server = EmbeddedApiServer(
-            port=self.config.port, data_dir=self.layout.apiserver_dir, rbac=True
+            port=self.config.port,
+            data_dir=self.layout.apiserver_dir,
+            rbac=True,
+            tls=self.config.tls,
         )
         await self.server.start()
         self.server.write_kubeconfig(self.layout.kubeconfig)
+        cert = self.server.serving_cert
         self.api = await connect(
             ClientConfig(
-                url=self.server.url, token=self.server.admin_token, qps=0, user_agent="sim"
+                url=self.server.url,
+                token=self.server.admin_token,
+                qps=0,
+                user_agent="sim",
+                ca_file=str(cert.cert_path) if cert is not None else None,
             )
         )
         if self.config.manifests is not None:
@@ -171,6 +182,7 @@ class SimCluster:
                 server_url=self.server.url,
                 pid_dir=self.layout.pids_dir,
                 settings=self.config.settings,
+                server_ca=cert.cert_pem if cert is not None else None,
             )
             self.kubelets[node.name] = kubelet
             self._tasks.append(asyncio.create_task(events.run(), name=f"events-{node.name}"))
