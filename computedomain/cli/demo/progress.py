@@ -1,5 +1,6 @@
-"""Live progress of the demo: one row per node (its rack, the domain's daemon on it, the
-daemon's index and readiness, the worker on it) under a line about the domain.
+"""Live progress of the demo: one row per node (its rack, the driver's kubelet plugin on it,
+the domain's daemon, the daemon's index and readiness, the worker) under a line about the
+domain and the driver's controller.
 
 Called by :mod:`.session` every half second. :func:`gather` reads the API into a
 :class:`Snapshot`; :func:`rows`, :func:`missing` and :func:`render` are pure; :class:`Display`
@@ -19,7 +20,11 @@ from computedomain.api import names
 from computedomain.kube import errors
 from computedomain.kube.resources import COMPUTE_DOMAINS, NODES, PODS
 from computedomain.kube.rest import Api
-from computedomain.sim.cluster.cluster import DRIVER_NAMESPACE
+from computedomain.sim.cluster.cluster import (
+    CONTROLLER_DEPLOYMENT,
+    DRIVER_NAMESPACE,
+    PLUGIN_DAEMONSET,
+)
 from computedomain.sim.cluster.topology import RACK_LABEL
 
 from .workload import Workload
@@ -37,23 +42,39 @@ class Snapshot:
     domain: Obj | None
     daemons: tuple[Obj, ...]  # the domain's daemon pods
     workers: tuple[Obj, ...]
+    plugins: tuple[Obj, ...] = ()  # the driver's kubelet plugin pods
+    controllers: tuple[Obj, ...] = ()  # the driver's controller pods
 
 
 async def gather(api: Api, workload: Workload) -> Snapshot:
-    """Read nodes, the domain, its daemon pods and the workers. Raises API errors."""
+    """Read nodes, the domain, the driver's pods (with the domain's daemons) and the workers.
+    Raises API errors."""
     nodes, _ = await api.list_all(NODES)
     try:
         domain: Obj | None = await api.get(COMPUTE_DOMAINS, workload.domain, workload.namespace)
     except errors.NotFound:
         domain = None
-    daemons: Sequence[Obj] = []
     uid = str(((domain or {}).get("metadata") or {}).get("uid", ""))
-    if uid:
-        selector = f"{names.COMPUTE_DOMAIN_LABEL}={uid}"
-        daemons, _ = await api.list_all(PODS, DRIVER_NAMESPACE, label_selector=selector)
+    driver, _ = await api.list_all(PODS, DRIVER_NAMESPACE)
     selector = ",".join(f"{k}={v}" for k, v in workload.selector.items())
     workers, _ = await api.list_all(PODS, workload.namespace, label_selector=selector)
-    return Snapshot(tuple(nodes), domain, tuple(daemons), tuple(workers))
+
+    def named(prefix: str) -> tuple[Obj, ...]:
+        return tuple(p for p in driver if str(p["metadata"]["name"]).startswith(prefix))
+
+    daemons = tuple(
+        p
+        for p in driver
+        if uid and (p["metadata"].get("labels") or {}).get(names.COMPUTE_DOMAIN_LABEL) == uid
+    )
+    return Snapshot(
+        nodes=tuple(nodes),
+        domain=domain,
+        daemons=daemons,
+        workers=tuple(workers),
+        plugins=named(f"{PLUGIN_DAEMONSET}-"),
+        controllers=named(f"{CONTROLLER_DEPLOYMENT}-"),
+    )
 
 
 def pod_ready(pod: Obj) -> bool:
@@ -80,12 +101,13 @@ def _on_node(pods: Sequence[Obj]) -> dict[str, Obj]:
 
 
 def rows(snapshot: Snapshot) -> list[list[str]]:
-    """``NODE RACK DAEMON INDEX STATUS WORKER`` per node, sorted by node name. Pure."""
+    """``NODE RACK PLUGIN DAEMON INDEX STATUS WORKER`` per node, sorted by name. Pure."""
     entries = {
         str(e.get("name")): e
         for e in ((snapshot.domain or {}).get("status") or {}).get("nodes") or []
     }
     daemons, workers = _on_node(snapshot.daemons), _on_node(snapshot.workers)
+    plugins = _on_node(snapshot.plugins)
     out = []
     for node in sorted(snapshot.nodes, key=lambda n: str(n["metadata"]["name"])):
         name = str(node["metadata"]["name"])
@@ -94,6 +116,7 @@ def rows(snapshot: Snapshot) -> list[list[str]]:
             [
                 name,
                 str((node["metadata"].get("labels") or {}).get(RACK_LABEL, "")),
+                _phase(plugins.get(name)),
                 _phase(daemons.get(name)),
                 str(entry.get("index", "-")) if entry else "-",
                 str(entry.get("status", "-")) if entry else "-",
@@ -132,14 +155,14 @@ def missing(snapshot: Snapshot, workload: Workload) -> list[str]:
 def render(snapshot: Snapshot, workload: Workload, elapsed: float) -> list[str]:
     """The progress lines: a heading and the node table. Pure."""
     running = sum(1 for w in snapshot.workers if _phase(w) == "Running")
+    controller = _phase(snapshot.controllers[0]) if snapshot.controllers else "-"
     heading = (
         f"[{elapsed:5.1f}s] ComputeDomain {workload.namespace}/{workload.domain}: "
-        f"{domain_status(snapshot)}  workers running {running}/{workload.workers}"
+        f"{domain_status(snapshot)}  workers running {running}/{workload.workers}  "
+        f"controller {controller}"
     )
-    return [
-        heading,
-        *table(["NODE", "RACK", "DAEMON", "INDEX", "STATUS", "WORKER"], rows(snapshot)),
-    ]
+    header = ["NODE", "RACK", "PLUGIN", "DAEMON", "INDEX", "STATUS", "WORKER"]
+    return [heading, *table(header, rows(snapshot))]
 
 
 def table(header: Sequence[str], body: Sequence[Sequence[str]]) -> list[str]:
@@ -169,11 +192,12 @@ class Display:
             self.out.write(text)
             self._drawn = len(lines)
         else:
-            body = list(lines[1:])
-            if body != self._previous:
-                changed = [line for line in body if line not in self._previous]
+            # The heading's leading "[  1.2s]" clock alone is no change.
+            seen = [lines[0].split("] ", 1)[-1], *lines[1:]] if lines else []
+            if seen != self._previous:
+                changed = [line for line in lines[1:] if line not in self._previous]
                 self.out.write("".join(f"{line}\n" for line in [lines[0], *changed]))
-                self._previous = body
+                self._previous = seen
         self.out.flush()
 
     def release(self) -> None:

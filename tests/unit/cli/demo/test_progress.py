@@ -42,10 +42,11 @@ def test_rows_join_nodes_daemons_entries_and_workers() -> None:
         domain("NotReady", [{"name": "a", "index": 0, "status": "Ready"}]),
         (pod("d-a", "a", "Running"), pod("d-b", "b", "Running", ready=False)),
         (pod("w-a", "a", "Pending"),),
+        plugins=(pod("p-a", "a", "Running"), pod("p-b", "b", "Running")),
     )
     assert progress.rows(snapshot) == [
-        ["a", "r0", "Running", "0", "Ready", "Pending"],
-        ["b", "r1", "Running (not ready)", "-", "-", "-"],
+        ["a", "r0", "Running", "Running", "0", "Ready", "Pending"],
+        ["b", "r1", "Running", "Running (not ready)", "-", "-", "-"],
     ]
     assert progress.missing(snapshot, WORK) == [
         "ComputeDomain demo/demo Ready (status NotReady, 1/2 daemons Ready)",
@@ -58,7 +59,8 @@ def test_nothing_is_missing_once_ready_with_every_worker_running() -> None:
     workers = (pod("w-a", "a", "Running"), pod("w-b", "b", "Running"))
     snapshot = progress.Snapshot(NODES, domain("Ready", entries), (), workers)
     assert progress.missing(snapshot, WORK) == []
-    assert "Ready  workers running 2/2" in progress.render(snapshot, WORK, 3.0)[0]
+    heading = progress.render(snapshot, WORK, 3.0)[0]
+    assert heading == "[  3.0s] ComputeDomain demo/demo: Ready  workers running 2/2  controller -"
 
 
 def test_an_absent_domain_is_named() -> None:
@@ -69,10 +71,13 @@ def test_an_absent_domain_is_named() -> None:
 def test_off_a_terminal_only_changed_lines_are_printed() -> None:
     out = io.StringIO()
     display = progress.Display(out, tty=False)
-    display.show(["t=1", "H", "a 1", "b 1"])
-    display.show(["t=2", "H", "a 1", "b 1"])
-    display.show(["t=3", "H", "a 1", "b 2"])
-    assert out.getvalue().splitlines() == ["t=1", "H", "a 1", "b 1", "t=3", "b 2"]
+    display.show(["[1s] x", "H", "a 1", "b 1"])
+    display.show(["[2s] x", "H", "a 1", "b 1"])  # only the clock moved
+    display.show(["[3s] x", "H", "a 1", "b 2"])
+    display.show(["[4s] y", "H", "a 1", "b 2"])  # only the heading changed
+    assert out.getvalue().splitlines() == [
+        "[1s] x", "H", "a 1", "b 1", "[3s] x", "b 2", "[4s] y",
+    ]  # fmt: skip
     assert "\x1b" not in out.getvalue()
 
 
