@@ -1,7 +1,8 @@
 """kubectl against ``computedomain sim up``: the cluster serves HTTPS with a generated CA in
 the kubeconfig, so kubectl sends the admin token and lists what runs, including the driver's
 pods, which themselves reach the API over HTTPS with the CA from their service account
-kubeconfig. Skipped only where kubectl is not installed."""
+kubeconfig, and ``kubectl logs`` reads a container's log. Skipped only where kubectl is not
+installed."""
 
 from __future__ import annotations
 
@@ -64,3 +65,9 @@ def test_kubectl_lists_the_domains_and_the_drivers_running_pods(sim_up: SimUp) -
         assert time.monotonic() < deadline, f"driver pods not running:\n{listed.stdout}"
         time.sleep(0.5)  # polling kubectl, a separate process; the deadline above decides
     assert any("seen-by-kubectl" in line for line in lines), listed.stdout
+
+    logs = kubectl(
+        sim_up.kubeconfig, "-n", "computedomain-system", "logs", controller[0].split()[1]
+    )
+    assert logs.returncode == 0, logs.stderr
+    assert logs.stdout.strip(), "the controller wrote nothing to its log"

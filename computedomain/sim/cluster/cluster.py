@@ -28,6 +28,7 @@ from typing import Any
 import attrs
 
 import computedomain
+from computedomain.api import validation
 from computedomain.kube import errors
 from computedomain.kube.client import ClientConfig, connect
 from computedomain.kube.events import EventRecorder
@@ -140,6 +141,8 @@ class SimCluster:
             tls=self.config.tls,
         )
         await self.server.start()
+        assert self.server.state is not None
+        self.server.state.pod_logs = self._log_files
         self.server.write_kubeconfig(self.layout.kubeconfig)
         cert = self.server.serving_cert
         self.api = await connect(
@@ -193,6 +196,19 @@ class SimCluster:
     def _api(self) -> Api:
         assert self.api is not None
         return self.api
+
+    def _log_files(self, pod: Mapping[str, Any], container: str) -> list[Path]:
+        """The container's log files on its node (``<restart>.log``), oldest first: what the
+        API server's ``pods/log`` serves. Raises ValueError for an unsafe name."""
+        meta, node = pod["metadata"], str((pod.get("spec") or {}).get("nodeName") or "")
+        kubelet = self.kubelets.get(node)
+        if kubelet is None:
+            return []
+        paths = kubelet.ctx.paths
+        directory = paths.log_dir(meta["namespace"], meta["name"], meta["uid"])
+        directory /= validation.safe_path_component("container", container)
+        logs = [p for p in directory.glob("*.log") if p.stem.isdigit()]
+        return sorted(logs, key=lambda p: int(p.stem))
 
     def _spawn(self, name: str, make: Callable[[EventRecorder], Awaitable[None]]) -> None:
         events = EventRecorder(self._api(), component=name)
