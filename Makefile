@@ -31,6 +31,8 @@ $(STAMP): pyproject.toml constraints.txt $(PLUGINS) | system-deps
 
 venv: $(STAMP)
 
+# `computedomain demo`: two simulated racks, a ComputeDomain with a worker per node, a summary,
+# teardown. Flags through DEMO_ARGS, e.g. DEMO_ARGS=--keep-running (kubectl while it runs).
 demo: venv
 	$(PY) -m computedomain.cli.main demo $(DEMO_ARGS)
 
