@@ -1,0 +1,151 @@
+"""More scenario helpers, beside :mod:`.kit`: variants of the simulation's manifests (an overlay
+of ``deployments/overlays/sim`` written into a test's temporary directory, with components,
+extra environment for the controller and the kubelet plugin, and controller replicas), the
+driver's component pods and their logs, and the controller's leader-election lease.
+
+Used by the scenario modules of part 2 (restarts, numNodes, IP mode, leader election, host IMEX
+conflict, least privilege).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from computedomain.kube import errors, resources
+from computedomain.kube.rest import Api
+from computedomain.sim.imex import wrappers
+
+from .kit import DRIVER_NAMESPACE, Cluster
+
+REPO = Path(__file__).resolve().parents[2]
+SIM_OVERLAY = REPO / "deployments" / "overlays" / "sim"
+CONTROLLER = "computedomain-controller"
+PLUGIN = "computedomain-kubelet-plugin"
+CONTROLLER_SELECTOR = "app.kubernetes.io/component=controller"
+PLUGIN_SELECTOR = "app.kubernetes.io/component=kubelet-plugin"
+LEASE = "computedomain-controller"
+
+Obj = dict[str, Any]
+
+
+def _env_patch(kind: str, name: str, env: Mapping[str, str]) -> list[str]:
+    lines = [
+        "  - target:",
+        f"      kind: {kind}",
+        f"      name: {name}",
+        "    patch: |-",
+    ]
+    for key, value in env.items():
+        lines += [
+            "      - op: add",
+            "        path: /spec/template/spec/containers/0/env/-",
+            f"        value: {{name: {key}, value: {json.dumps(value)}}}",
+        ]
+    return lines
+
+
+def overlay(
+    directory: Path,
+    *,
+    components: Sequence[str] = (),
+    controller_env: Mapping[str, str] | None = None,
+    plugin_env: Mapping[str, str] | None = None,
+) -> Path:
+    """Write a kustomization in ``directory`` (created) over the simulation's manifests, adding
+    the named components of ``deployments/components`` and environment variables to the
+    controller and the kubelet plugin (appended, so they override earlier entries of the same
+    name). Returns the directory, for ``sim up --manifests``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    base = os.path.relpath(SIM_OVERLAY, directory)
+    lines = [
+        "apiVersion: kustomize.config.k8s.io/v1beta1",
+        "kind: Kustomization",
+        "resources:",
+        f"  - {base}",
+    ]
+    if components:
+        lines.append("components:")
+        for component in components:
+            path = os.path.relpath(REPO / "deployments" / "components" / component, directory)
+            lines.append(f"  - {path}")
+    patches: list[str] = []
+    if controller_env:
+        patches += _env_patch("Deployment", CONTROLLER, controller_env)
+    if plugin_env:
+        patches += _env_patch("DaemonSet", PLUGIN, plugin_env)
+    if patches:
+        lines += ["patches:", *patches]
+    (directory / "kustomization.yaml").write_text("\n".join(lines) + "\n")
+    return directory
+
+
+async def component_pods(api: Api, selector: str) -> list[Obj]:
+    """The driver's pods matching ``selector`` (controller or plugin), live ones only."""
+    items, _ = await api.list_all(resources.PODS, DRIVER_NAMESPACE, label_selector=selector)
+    return [p for p in items if not p["metadata"].get("deletionTimestamp")]
+
+
+def ready(pod: Obj) -> bool:
+    """Whether the pod runs with its Ready condition True."""
+    status = pod.get("status") or {}
+    conditions = status.get("conditions") or ()
+    return status.get("phase") == "Running" and any(
+        c.get("type") == "Ready" and c.get("status") == "True" for c in conditions
+    )
+
+
+def container_pid(pod: Obj) -> int:
+    """The PID of the pod's first container (the simulated runtime's ``sim://<pid>`` id)."""
+    statuses = (pod.get("status") or {}).get("containerStatuses") or ()
+    for status in statuses:
+        container_id = status.get("containerID") or ""
+        if container_id.startswith("sim://"):
+            return int(container_id.removeprefix("sim://"))
+    raise AssertionError(f"pod {pod['metadata']['name']} has no running container: {statuses}")
+
+
+def driver_logs(cluster: Cluster) -> dict[str, str]:
+    """Every container log (all restarts) of the driver namespace's pods on every node, by path
+    relative to the state directory."""
+    out: dict[str, str] = {}
+    for node in cluster.nodes:
+        pods = cluster.node_root(node) / "var/log/pods"
+        for path in sorted(pods.glob(f"{DRIVER_NAMESPACE}_*/*/*.log")):
+            out[str(path.relative_to(cluster.state_dir))] = path.read_text(errors="replace")
+    return out
+
+
+async def lease_holder(api: Api) -> str | None:
+    """The controller lease's ``holderIdentity`` (None when absent or released)."""
+    try:
+        lease = await api.get(resources.LEASES, LEASE, DRIVER_NAMESPACE)
+    except errors.NotFound:
+        return None
+    return (lease.get("spec") or {}).get("holderIdentity") or None
+
+
+def imex_wrappers(directory: Path, markers: Path) -> Path:
+    """A directory for ``sim up --imex-path`` with ``nvidia-imex`` and ``nvidia-imex-ctl`` that
+    run the simulation's stand-ins, where a file ``<markers>/<node>.held`` makes the host hold
+    the IMEX session on that node (the stand-in's ``SIM_IMEX_HOST_SESSION_FILE`` switch: it
+    then fails with ``NV_ERR_IN_USE`` while the file exists)."""
+    stand_ins = wrappers.ensure(directory / "stand-ins")
+    held = shlex.quote(str(markers)) + '/"$NODE_NAME".held'
+    bin_dir = directory / "bin"
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    imex = bin_dir / "nvidia-imex"
+    imex.write_text(
+        "#!/bin/sh\n"
+        f"export SIM_IMEX_HOST_SESSION_FILE={held}\n"
+        f'exec {shlex.quote(str(stand_ins / "nvidia-imex"))} "$@"\n'
+    )
+    ctl = bin_dir / "nvidia-imex-ctl"
+    ctl.write_text(f'#!/bin/sh\nexec {shlex.quote(str(stand_ins / "nvidia-imex-ctl"))} "$@"\n')
+    for path in (imex, ctl):
+        path.chmod(0o755)
+    return bin_dir
