@@ -82,9 +82,11 @@ async def test_a_controller_killed_while_a_domain_forms(cluster: kit.Cluster) ->
         os.kill(kit_extra.container_pid(before), signal.SIGKILL)
 
         async def restarted() -> bool:
-            pod = await _controller(api)
-            count = pod["status"]["containerStatuses"][0].get("restartCount", 0)
-            return count > restarts and kit_extra.ready(pod)
+            pods = await kit_extra.component_pods(api, kit_extra.CONTROLLER_SELECTOR)
+            if len(pods) != 1 or not kit_extra.ready(pods[0]):
+                return False
+            count: int = pods[0]["status"]["containerStatuses"][0].get("restartCount", 0)
+            return count > restarts
 
         await kit.wait_until("the controller restarted by its kubelet", restarted)
         await kit.pods_running(api, cluster, ns, selector="app=workers", count=2, domain="job")
