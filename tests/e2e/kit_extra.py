@@ -3,24 +3,33 @@ of ``deployments/overlays/sim`` written into a test's temporary directory, with 
 extra environment for the controller and the kubelet plugin, and controller replicas), the
 driver's component pods and their logs, and the controller's leader-election lease.
 
+Also two clusters shared by several modules (session fixtures, one ``sim up`` each, for the
+modules of one xdist group): :func:`default_cluster` and :func:`leader_election_cluster`, and
+:func:`release` that frees a test's nodes for the next one.
+
 Used by the scenario modules of part 2 (restarts, numNodes, IP mode, leader election, host IMEX
 conflict, least privilege).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import attrs
+import pytest
+
+from computedomain.api import names
 from computedomain.kube import errors, resources
 from computedomain.kube.rest import Api
 from computedomain.sim.imex import wrappers
 
-from .kit import DRIVER_NAMESPACE, Cluster
+from .kit import DRIVER_NAMESPACE, Cluster, module_cluster, wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 SIM_OVERLAY = REPO / "deployments" / "overlays" / "sim"
@@ -149,3 +158,70 @@ def imex_wrappers(directory: Path, markers: Path) -> Path:
     for path in (imex, ctl):
         path.chmod(0o755)
     return bin_dir
+
+
+@attrs.frozen
+class Shared:
+    """A cluster several scenario modules share (one ``sim up`` for all of them): the nodes'
+    host-session markers (see :func:`imex_wrappers`) and, when recorded, the RBAC-usage file."""
+
+    cluster: Cluster
+    markers: Path
+    rbac_usage: Path | None = None
+
+
+@pytest.fixture(scope="session")
+def default_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Shared]:
+    """The simulation's manifests on one rack of four nodes, the IMEX stand-ins behind
+    :func:`imex_wrappers`. For the modules of xdist group ``scen2-default``; each test frees
+    the nodes it used (:func:`release`)."""
+    root = tmp_path_factory.mktemp("scen2-default")
+    markers = root / "markers"
+    markers.mkdir()
+    imex_path = imex_wrappers(root / "imex", markers)
+    with module_cluster(
+        tmp_path_factory,
+        "scen2-default-sim",
+        racks=1,
+        nodes_per_rack=4,
+        extra_args=[f"--imex-path={imex_path}"],
+    ) as cluster:
+        yield Shared(cluster, markers)
+
+
+@pytest.fixture(scope="session")
+def leader_election_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Shared]:
+    """Two controller replicas with leader election (the ``leader-election`` component over
+    the simulation's manifests), one rack of two nodes, recording RBAC use
+    (``--rbac-usage``). For the modules of xdist group ``scen2-leader-election``."""
+    root = tmp_path_factory.mktemp("scen2-le")
+    manifests = overlay(root / "overlay", components=["leader-election"])
+    usage = root / "rbac-usage.jsonl"
+    with module_cluster(
+        tmp_path_factory,
+        "scen2-le-sim",
+        racks=1,
+        nodes_per_rack=2,
+        extra_args=[f"--manifests={manifests}", f"--rbac-usage={usage}"],
+    ) as cluster:
+        yield Shared(cluster, root, usage)
+
+
+async def release(api: Api, cluster: Cluster, ns: str) -> None:
+    """Delete the namespace's Deployments, pods and ComputeDomains and wait until they are gone
+    and no node carries a domain label any more, so the next test finds the nodes free."""
+    for resource in (resources.DEPLOYMENTS, resources.PODS, resources.COMPUTE_DOMAINS):
+        items, _ = await api.list_all(resource, ns)
+        for item in items:
+            with contextlib.suppress(errors.NotFound):
+                await api.delete(resource, item["metadata"]["name"], ns)
+
+    async def free() -> bool:
+        for resource in (resources.PODS, resources.COMPUTE_DOMAINS):
+            items, _ = await api.list_all(resource, ns)
+            if items:
+                return False
+        nodes, _ = await api.list_all(resources.NODES)
+        return not any(names.COMPUTE_DOMAIN_LABEL in n["metadata"].get("labels", {}) for n in nodes)
+
+    await wait_until(f"namespace {ns} released its nodes", free)

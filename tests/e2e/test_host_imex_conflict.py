@@ -9,45 +9,26 @@ marker file per node makes the stand-in fail as a host-held session does.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
-import attrs
 import pytest
 
 from computedomain.kube import resources
 
 from . import kit, kit_extra
+from .kit_extra import default_cluster  # noqa: F401 (the shared cluster fixture)
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.xdist_group("host-imex-conflict"),
+    pytest.mark.xdist_group("scen2-default"),
     pytest.mark.timeout(300),
 ]
 
 HELD_REASON = "IMEXSessionHeldByHost"
 
 
-@attrs.frozen
-class Setup:
-    cluster: kit.Cluster
-    markers: Path
-
-
 @pytest.fixture(scope="module")
-def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
-    root = tmp_path_factory.mktemp("host-imex")
-    markers = root / "markers"
-    markers.mkdir()
-    imex_path = kit_extra.imex_wrappers(root / "imex", markers)
-    with kit.module_cluster(
-        tmp_path_factory,
-        "host-imex-sim",
-        racks=1,
-        nodes_per_rack=2,
-        extra_args=[f"--imex-path={imex_path}"],
-    ) as cluster:
-        yield Setup(cluster, markers)
+def setup(request: pytest.FixtureRequest) -> kit_extra.Shared:
+    shared: kit_extra.Shared = request.getfixturevalue("default_cluster")
+    return shared
 
 
 def _ready_condition(domain: dict[str, object]) -> dict[str, str]:
@@ -60,7 +41,7 @@ def _ready_condition(domain: dict[str, object]) -> dict[str, str]:
 
 
 async def test_a_host_held_session_shows_in_the_event_and_the_ready_condition(
-    setup: Setup,
+    setup: kit_extra.Shared,
 ) -> None:
     cluster = setup.cluster
     held = setup.markers / "r0n1.held"
@@ -120,3 +101,4 @@ async def test_a_host_held_session_shows_in_the_event_and_the_ready_condition(
         await kit.pods_running(api, cluster, ns, selector="app in (w0,w1)", count=2)
         got = await api.get(resources.COMPUTE_DOMAINS, "job", ns)
         assert _ready_condition(got)["status"] == "True"
+        await kit_extra.release(api, cluster, ns)

@@ -10,7 +10,6 @@ test_cd_leader_election.bats checks them:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -19,27 +18,19 @@ from computedomain.kube import resources
 from computedomain.kube.rest import Api
 
 from . import kit, kit_extra
+from .kit_extra import leader_election_cluster  # noqa: F401 (the shared cluster fixture)
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.xdist_group("leader-election"),
+    pytest.mark.xdist_group("scen2-leader-election"),
     pytest.mark.timeout(300),
 ]
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[kit.Cluster]:
-    manifests = kit_extra.overlay(
-        tmp_path_factory.mktemp("leader-election") / "overlay", components=["leader-election"]
-    )
-    with kit.module_cluster(
-        tmp_path_factory,
-        "leader-election-sim",
-        racks=1,
-        nodes_per_rack=2,
-        extra_args=[f"--manifests={manifests}"],
-    ) as up:
-        yield up
+def cluster(request: pytest.FixtureRequest) -> kit.Cluster:
+    shared: kit_extra.Shared = request.getfixturevalue("leader_election_cluster")
+    return shared.cluster
 
 
 async def _leader(api: Api) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
@@ -86,3 +77,4 @@ async def test_one_leader_and_a_takeover_after_it_is_killed(cluster: kit.Cluster
         now_leader, others = await kit.wait_until("two controllers again", lambda: _leader(api))
         assert now_leader["metadata"]["name"] == standby["metadata"]["name"]
         assert leader["metadata"]["name"] not in [p["metadata"]["name"] for p in others]
+        await kit_extra.release(api, cluster, ns)

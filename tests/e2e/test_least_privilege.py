@@ -19,7 +19,6 @@ nodes' CDI specs and checkpoint entries).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import attrs
@@ -32,10 +31,11 @@ from computedomain.kube.rest import Api
 from computedomain.sim.apiserver import rbac_usage
 
 from . import kit, kit_extra
+from .kit_extra import leader_election_cluster  # noqa: F401 (the shared cluster fixture)
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.xdist_group("least-privilege"),
+    pytest.mark.xdist_group("scen2-leader-election"),
     pytest.mark.timeout(400),
 ]
 
@@ -116,18 +116,10 @@ def test_the_rules_are_found_in_the_yaml() -> None:
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[kit.Cluster, Path]]:
-    root = tmp_path_factory.mktemp("least-privilege")
-    manifests = kit_extra.overlay(root / "overlay", components=["leader-election"])
-    usage = root / "rbac-usage.jsonl"
-    with kit.module_cluster(
-        tmp_path_factory,
-        "least-privilege-sim",
-        racks=1,
-        nodes_per_rack=2,
-        extra_args=[f"--manifests={manifests}", f"--rbac-usage={usage}"],
-    ) as up:
-        yield up, usage
+def cluster(request: pytest.FixtureRequest) -> tuple[kit.Cluster, Path]:
+    shared: kit_extra.Shared = request.getfixturevalue("leader_election_cluster")
+    assert shared.rbac_usage is not None
+    return shared.cluster, shared.rbac_usage
 
 
 async def _workload(cluster: kit.Cluster) -> None:

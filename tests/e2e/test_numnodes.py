@@ -12,7 +12,6 @@ while the domain waits for the second.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -20,15 +19,20 @@ import pytest
 from computedomain.kube import resources
 from computedomain.kube.rest import Api
 
-from . import kit
+from . import kit, kit_extra
+from .kit_extra import default_cluster  # noqa: F401 (the shared cluster fixture)
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("numnodes"), pytest.mark.timeout(300)]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.xdist_group("scen2-default"),
+    pytest.mark.timeout(300),
+]
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[kit.Cluster]:
-    with kit.module_cluster(tmp_path_factory, "numnodes", racks=1, nodes_per_rack=4) as up:
-        yield up
+def cluster(request: pytest.FixtureRequest) -> kit.Cluster:
+    shared: kit_extra.Shared = request.getfixturevalue("default_cluster")
+    return shared.cluster
 
 
 def _condition(domain: dict[str, Any]) -> dict[str, Any]:
@@ -50,6 +54,7 @@ async def test_numnodes_zero_without_nodes_is_ready(cluster: kit.Cluster) -> Non
         domain = await kit.domain_ready(api, cluster, ns, "empty")
         assert not domain["status"].get("nodes")
         assert _condition(domain).get("status") == "True"
+        await kit_extra.release(api, cluster, ns)
 
 
 async def test_fewer_nodes_than_numnodes_wait_more_are_fine(cluster: kit.Cluster) -> None:
@@ -101,3 +106,4 @@ async def test_fewer_nodes_than_numnodes_wait_more_are_fine(cluster: kit.Cluster
         domain = await kit.domain_ready(api, cluster, ns, "short")
         assert sorted(n["name"] for n in domain["status"]["nodes"]) == ["r0n0", "r0n1"]
         assert _condition(domain)["status"] == "True"
+        await kit_extra.release(api, cluster, ns)

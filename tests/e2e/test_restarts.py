@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -26,14 +25,19 @@ from computedomain.kube.rest import Api
 from computedomain.kubeletplugin import checkpoint as plugin_checkpoint
 
 from . import kit, kit_extra
+from .kit_extra import default_cluster  # noqa: F401 (the shared cluster fixture)
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("restarts"), pytest.mark.timeout(300)]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.xdist_group("scen2-default"),
+    pytest.mark.timeout(300),
+]
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[kit.Cluster]:
-    with kit.module_cluster(tmp_path_factory, "restarts", racks=1, nodes_per_rack=2) as up:
-        yield up
+def cluster(request: pytest.FixtureRequest) -> kit.Cluster:
+    shared: kit_extra.Shared = request.getfixturevalue("default_cluster")
+    return shared.cluster
 
 
 async def _controller(api: Api) -> dict[str, Any]:
@@ -75,7 +79,9 @@ async def test_a_controller_killed_while_a_domain_forms(cluster: kit.Cluster) ->
         restarts: int = before["status"]["containerStatuses"][0].get("restartCount", 0)
         domain = await kit.create_domain(api, ns, "job", num_nodes=2)
         uid = domain["metadata"]["uid"]
-        await kit.create_worker_deployment(api, ns, "job", name="workers", replicas=2)
+        await kit.create_worker_deployment(
+            api, ns, "job", name="workers", replicas=2, nodes=("r0n0", "r0n1")
+        )
         # Mid-flight: the controller has started on the domain (its DaemonSet exists) when
         # its process dies.
         await kit.wait_until("the domain's DaemonSet", lambda: _has_daemonset(api, uid))
@@ -108,10 +114,7 @@ async def test_a_controller_killed_while_a_domain_forms(cluster: kit.Cluster) ->
         await kit.pods_running(api, cluster, ns, selector="app=workers", count=2, domain="job")
         await kit.domain_ready(api, cluster, ns, "job")
         await _assert_no_duplicates(api, ns, uid)
-        # Leave the nodes free for the next scenario.
-        await api.delete(resources.DEPLOYMENTS, "workers", ns)
-        await api.delete(resources.COMPUTE_DOMAINS, "job", ns)
-        await kit.gone(api, resources.COMPUTE_DOMAINS, "job", ns)
+        await kit_extra.release(api, cluster, ns)
 
 
 def _checkpoint(cluster: kit.Cluster, node: str) -> dict[str, Any]:
@@ -161,6 +164,7 @@ async def test_a_plugin_killed_mid_prepare(cluster: kit.Cluster) -> None:
         assert ours[claim_uid]["state"] == "PrepareCompleted"
         cdi = cluster.leftovers(node).cdi_files
         assert [f for f in cdi if claim_uid in f], cdi
+        await kit_extra.release(api, cluster, ns)
 
 
 async def _report(cluster: kit.Cluster, pod: dict[str, Any]) -> dict[str, Any] | None:
