@@ -6,7 +6,9 @@ workers' own reports, and what a node keeps on disk (CDI specs, checkpoint entri
 Used by the scenario modules in ``tests/e2e``; talks to the cluster with the official client
 (:func:`computedomain.kube.client.connect`, :class:`computedomain.kube.rest.Api`), starts and
 stops it with ``computedomain sim up/down``. Workers are pods running :data:`WORKER_SCRIPT`,
-which prints one JSON line (the IMEX channel device nodes it sees and its environment) and sleeps.
+which prints one JSON line and sleeps: ``channels`` (the names under its
+``/dev/nvidia-caps-imex-channels``, None when absent), ``channel0`` (that device node's content:
+the simulation's placeholder record, JSON) and ``env`` (its environment).
 """
 
 from __future__ import annotations
@@ -46,10 +48,13 @@ __all__ = [
     "daemon_hosts",
     "daemon_pods",
     "delete_now",
-    "domain_ready",
     "doctor_text",
+    "domain_ready",
     "events_about",
+    "formed",
     "gone",
+    "hosts_consistent",
+    "membership",
     "module_cluster",
     "pod_log",
     "pods_running",
@@ -72,7 +77,13 @@ try:
     channels = sorted(os.listdir(d))
 except OSError:
     channels = None
-print(json.dumps({"channels": channels, "env": dict(os.environ)}), flush=True)
+try:
+    with open(os.path.join(d, "channel0")) as f:
+        channel0 = f.read()
+except OSError:
+    channel0 = None
+report = {"channels": channels, "channel0": channel0, "env": dict(os.environ)}
+print(json.dumps(report), flush=True)
 time.sleep(100000)
 """
 
@@ -105,7 +116,8 @@ class Cluster:
 
     @property
     def config(self) -> ClientConfig:
-        return ClientConfig(kubeconfig=str(self.kubeconfig))
+        # A long request timeout: on a loaded machine the simulation may stall for a while.
+        return ClientConfig(kubeconfig=str(self.kubeconfig), timeout_seconds=60.0, qps=50.0)
 
     def node_root(self, node: str) -> Path:
         """The directory standing for ``node``'s ``/``."""
@@ -135,7 +147,7 @@ def module_cluster(
     nodes_per_rack: int = 2,
     extra_args: Sequence[str] = (),
 ) -> Iterator[Cluster]:
-    """``sim up`` a cluster of ``racks`` × ``nodes_per_rack`` nodes (named ``r<i>n<j>``),
+    """``sim up`` a cluster of ``racks`` x ``nodes_per_rack`` nodes (named ``r<i>n<j>``),
     yield it, ``sim down`` after. Fails the test with ``sim up``'s stderr if it does not start."""
     state = tmp_path_factory.mktemp(name) / "sim"
     result = run_cli(
@@ -260,7 +272,7 @@ async def doctor_text(cluster: Cluster, ns: str, domain: str | None = None) -> s
     """The doctor's text report for the namespace (or one domain), or why it could not run."""
     try:
         reports = await command.diagnose_cluster(cluster.config, gathering.Scope(ns, domain))
-    except Exception as exc:  # noqa: BLE001 - a failure message must never raise
+    except Exception as exc:  # a failure message must never raise
         return f"(doctor failed: {exc!r})"
     return report.render_text(reports)
 
@@ -325,9 +337,10 @@ async def pods_running(
     async def probe() -> list[Obj] | None:
         items = await listed()
         live = [p for p in items if not p["metadata"].get("deletionTimestamp")]
-        if len(items) == count and all(p["status"].get("phase") == "Running" for p in live):
-            if len(live) == count:
-                return sorted(live, key=lambda p: p["spec"].get("nodeName", ""))
+        if len(live) == len(items) == count and all(
+            p["status"].get("phase") == "Running" for p in live
+        ):
+            return sorted(live, key=lambda p: p["spec"].get("nodeName", ""))
         return None
 
     async def explain() -> str:
@@ -437,3 +450,71 @@ async def events_about(api: Api, ns: str, kind: str, name: str) -> list[Obj]:
         if (e.get("involvedObject") or {}).get("kind") == kind
         and (e.get("involvedObject") or {}).get("name") == name
     ]
+
+
+def membership(domain: Obj) -> dict[str, tuple[str, int, str]]:
+    """node -> (cliqueID, index, IP), from the domain's ``status.nodes``. Pure."""
+    return {
+        n["name"]: (n["cliqueID"], n["index"], n["ipAddress"])
+        for n in (domain.get("status") or {}).get("nodes") or []
+    }
+
+
+async def formed(
+    api: Api, cluster: Cluster, ns: str, name: str, nodes: set[str], *, within: float = DEADLINE
+) -> Obj:
+    """Wait until the domain is Ready with exactly ``nodes``, each entry Ready and naming the
+    daemon pod that now runs on its node (so a replaced daemon has re-registered); return it."""
+
+    async def probe() -> Obj | None:
+        domain = await api.get(resources.COMPUTE_DOMAINS, name, ns)
+        status = domain.get("status") or {}
+        entries = status.get("nodes") or []
+        if status.get("status") != "Ready" or {e["name"] for e in entries} != nodes:
+            return None
+        pods = {
+            p["spec"].get("nodeName"): p["metadata"]["uid"]
+            for p in await daemon_pods(api, domain["metadata"]["uid"])
+            if not p["metadata"].get("deletionTimestamp")
+        }
+        if all(e.get("status") == "Ready" and pods.get(e["name"]) == e["podUID"] for e in entries):
+            return domain
+        return None
+
+    return await wait_until(
+        f"ComputeDomain {ns}/{name} formed on {sorted(nodes)}",
+        probe,
+        within=within,
+        explain=lambda: doctor_text(cluster, ns, name),
+    )
+
+
+async def hosts_consistent(
+    api: Api, cluster: Cluster, domain: Obj, *, within: float = DEADLINE
+) -> None:
+    """Wait until every daemon's hosts file maps exactly its clique's DNS names to its clique's
+    IPs (``compute-domain-daemon-<index>`` -> IP of the member with that index), per
+    :func:`membership` of ``domain``."""
+    members = membership(domain)
+    expected: dict[str, dict[str, str]] = {}
+    for clique, index, ip in members.values():
+        expected.setdefault(clique, {})[f"compute-domain-daemon-{index:04d}"] = ip
+
+    async def seen() -> dict[str, dict[str, str]]:
+        pods = await daemon_pods(api, domain["metadata"]["uid"])
+        return {
+            p["spec"]["nodeName"]: daemon_hosts(cluster, p)
+            for p in pods
+            if not p["metadata"].get("deletionTimestamp")
+        }
+
+    async def probe() -> bool:
+        hosts = await seen()
+        return hosts.keys() == members.keys() and all(
+            hosts[node] == expected[clique] for node, (clique, _, _) in members.items()
+        )
+
+    async def explain() -> str:
+        return f"expected per clique {expected}, seen per node {await seen()}"
+
+    await wait_until("daemon hosts files consistent", probe, within=within, explain=explain)
