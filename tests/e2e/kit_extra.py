@@ -17,7 +17,7 @@ import contextlib
 import json
 import os
 import shlex
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -170,23 +170,58 @@ class Shared:
     rbac_usage: Path | None = None
 
 
+# Clusters shared by several modules of one pytest process. A fixture imported into a test
+# module is a separate definition per module (pytest caches each on its own), so the modules'
+# session fixtures share through this registry: the first starts the cluster, the last to
+# finish (at the session's end) stops it.
+_SHARED: dict[str, tuple[Shared, contextlib.ExitStack, list[int]]] = {}
+
+
+@contextlib.contextmanager
+def _shared(name: str, start: Callable[[contextlib.ExitStack], Shared]) -> Iterator[Shared]:
+    if name not in _SHARED:
+        stack = contextlib.ExitStack()
+        try:
+            shared = start(stack)
+        except BaseException:
+            stack.close()
+            raise
+        _SHARED[name] = (shared, stack, [0])
+    shared, stack, users = _SHARED[name]
+    users[0] += 1
+    try:
+        yield shared
+    finally:
+        users[0] -= 1
+        if users[0] == 0:
+            del _SHARED[name]
+            stack.close()
+
+
 @pytest.fixture(scope="session")
 def default_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Shared]:
     """The simulation's manifests on one rack of four nodes, the IMEX stand-ins behind
     :func:`imex_wrappers`. For the modules of xdist group ``scen2-default``; each test frees
     the nodes it used (:func:`release`)."""
-    root = tmp_path_factory.mktemp("scen2-default")
-    markers = root / "markers"
-    markers.mkdir()
-    imex_path = imex_wrappers(root / "imex", markers)
-    with module_cluster(
-        tmp_path_factory,
-        "scen2-default-sim",
-        racks=1,
-        nodes_per_rack=4,
-        extra_args=[f"--imex-path={imex_path}"],
-    ) as cluster:
-        yield Shared(cluster, markers)
+
+    def start(stack: contextlib.ExitStack) -> Shared:
+        root = tmp_path_factory.mktemp("scen2-default")
+        markers = root / "markers"
+        markers.mkdir()
+        imex_path = imex_wrappers(root / "imex", markers)
+        cluster = stack.enter_context(
+            module_cluster(
+                tmp_path_factory,
+                "scen2-default-sim",
+                racks=1,
+                nodes_per_rack=4,
+                extra_args=[f"--imex-path={imex_path}"],
+            )
+        )
+        return Shared(cluster, markers)
+
+    with _shared("default", start) as shared:
+        yield shared
 
 
 @pytest.fixture(scope="session")
@@ -194,17 +229,24 @@ def leader_election_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterato
     """Two controller replicas with leader election (the ``leader-election`` component over
     the simulation's manifests), one rack of two nodes, recording RBAC use
     (``--rbac-usage``). For the modules of xdist group ``scen2-leader-election``."""
-    root = tmp_path_factory.mktemp("scen2-le")
-    manifests = overlay(root / "overlay", components=["leader-election"])
-    usage = root / "rbac-usage.jsonl"
-    with module_cluster(
-        tmp_path_factory,
-        "scen2-le-sim",
-        racks=1,
-        nodes_per_rack=2,
-        extra_args=[f"--manifests={manifests}", f"--rbac-usage={usage}"],
-    ) as cluster:
-        yield Shared(cluster, root, usage)
+
+    def start(stack: contextlib.ExitStack) -> Shared:
+        root = tmp_path_factory.mktemp("scen2-le")
+        manifests = overlay(root / "overlay", components=["leader-election"])
+        usage = root / "rbac-usage.jsonl"
+        cluster = stack.enter_context(
+            module_cluster(
+                tmp_path_factory,
+                "scen2-le-sim",
+                racks=1,
+                nodes_per_rack=2,
+                extra_args=[f"--manifests={manifests}", f"--rbac-usage={usage}"],
+            )
+        )
+        return Shared(cluster, root, usage)
+
+    with _shared("leader-election", start) as shared:
+        yield shared
 
 
 async def release(api: Api, cluster: Cluster, ns: str) -> None:
