@@ -77,6 +77,12 @@ def register(commands: Commands) -> None:
         parser.add_argument(
             "--timeout", type=float, default=300.0, help="seconds to wait for ready"
         )
+        parser.add_argument(
+            "--rbac-usage",
+            type=Path,
+            help="append to this file, as JSON lines, which RBAC rule allowed (or that none "
+            "allowed) each request of a non-admin user",
+        )
     status = sim.add("status", "show the nodes, components and ComputeDomains", run_status)
     status.add_argument("--state-dir", type=Path, default=DEFAULT_STATE)
     down = sim.add("down", "stop the simulated cluster and remove its state", run_down)
@@ -102,6 +108,8 @@ def _run_args(args: argparse.Namespace) -> list[str]:
         out.append("--no-wait-components")
     if not args.tls:
         out.append("--no-tls")
+    if args.rbac_usage:
+        out.append(f"--rbac-usage={args.rbac_usage.resolve()}")
     return out
 
 
@@ -129,6 +137,7 @@ def cluster_config(args: argparse.Namespace) -> ClusterConfig:
         isolation=Isolation(args.isolation) if args.isolation else None,
         port=args.port,
         tls=args.tls,
+        rbac_usage=args.rbac_usage,
     )
 
 

@@ -35,6 +35,7 @@ from computedomain.kube.events import EventRecorder
 from computedomain.kube.resources import DAEMON_SETS, DEPLOYMENTS, NODES
 from computedomain.kube.rest import Api
 from computedomain.runtime import logs
+from computedomain.sim.apiserver import rbac_usage
 from computedomain.sim.apiserver.server import EmbeddedApiServer
 from computedomain.sim.controllers.daemonset_controller import DaemonSetController
 from computedomain.sim.controllers.deployment_controller import DeploymentController
@@ -84,6 +85,7 @@ class ClusterConfig:
     use_kubectl: bool | None = None  # for rendering; None: when installed
     port: int = 0
     tls: bool = True  # HTTPS: kubectl and client-go send tokens only over TLS
+    rbac_usage: Path | None = None  # record which RBAC rule allowed each request (rbac_usage)
 
 
 def image_for(imex_path: str | None) -> Image:
@@ -134,11 +136,15 @@ class SimCluster:
         self.addresses = AddressBlock.acquire()
         node_configs = topology.nodes(self.config.topology, self.addresses.node_address)
         self.layout.create([n.name for n in node_configs])
+        stages = []
+        if self.config.rbac_usage is not None:
+            stages.append(rbac_usage.stage(rbac_usage.UsageLog(self.config.rbac_usage)))
         self.server = EmbeddedApiServer(
             port=self.config.port,
             data_dir=self.layout.apiserver_dir,
             rbac=True,
             tls=self.config.tls,
+            stages=stages,
         )
         await self.server.start()
         assert self.server.state is not None
