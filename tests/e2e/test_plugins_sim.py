@@ -10,13 +10,14 @@ The plugins are loaded through their entry points by the programs the cluster ru
 
 One scenario (run once for the module, its observations checked by one test per plugin):
 
-1. domain ``a``: a worker on r0n0, then one on r0n1 (both nodes hash to home index 8, so r0n1
-   probes to 9; lowest-free would give 0 and 1); r0n1's worker leaves (its daemon deregisters),
-   a worker on r0n2 joins (home 10; lowest-free would hand it r0n1's old index), and r0n1
-   rejoins: stable-hash gives it 9 again (lowest-free would give 2);
+1. domain ``a``: workers on r0n0 and r0n1 at once (both nodes hash to home index 8, so the
+   second daemon to register probes to 9; lowest-free would give 0 and 1); that node's worker
+   leaves (its daemon deregisters), a worker on r0n2 joins (home 10; lowest-free would hand it
+   the freed index), and the node rejoins: stable-hash gives it 9 again (lowest-free: 2);
 2. the daemons' nodes.cfg and hosts files name the peers ``compute-domain-daemon-NNNN.<suffix>``;
 3. every worker of ``a`` sees one channel device, ``a``'s home channel (not channel 0), on each
-   node; after ``a``'s workers leave, domain ``b`` on r0n0 sees its own home channel.
+   node; while the node rejoins, ``a`` leaves r0n2 and domain ``b`` there sees its own home
+   channel.
 """
 
 from __future__ import annotations
@@ -93,12 +94,13 @@ class Observed:
 
     # node -> index, at each step of the join/leave/rejoin history
     first_two: dict[str, int]
+    prober: str  # the one of r0n0, r0n1 that joined second and probed past their shared home
     before_rejoin: dict[str, int]
     after_rejoin: dict[str, int]
     nodes_cfg: str
     hosts: str
     domain_a: str
-    channels_a: dict[str, list[str]]  # worker's node -> its channel devices
+    channels_a: dict[str, list[str]]  # worker's node ("again": the rejoin) -> its devices
     domain_b: str
     channels_b: list[str]
 
@@ -219,39 +221,46 @@ async def _scenario(kubeconfig: Path, layout: StateLayout) -> Observed:
     try:
         await api.create(resources.NAMESPACES, {"metadata": {"name": NS}})
         uid_a = await _domain(api, "a")
-        pods: dict[str, dict[str, Any]] = {}
-        for node in ("r0n0", "r0n1"):  # one after the other: r0n0 is at home, r0n1 probes
+        for node in ("r0n0", "r0n1"):  # both hash to home 8: whichever comes second probes
             await _worker(api, "a", node, f"a-{node}")
-            pods[node] = await _running(api, f"a-{node}")
-            await _indices(api, "a", set(pods))
+        pods = dict(
+            zip(
+                ("r0n0", "r0n1"),
+                await asyncio.gather(*(_running(api, f"a-{n}") for n in ("r0n0", "r0n1"))),
+                strict=True,
+            )
+        )
         first_two = await _indices(api, "a", {"r0n0", "r0n1"})
-        needle = f"compute-domain-daemon-{first_two['r0n1']:04d}"
+        prober = max(first_two, key=first_two.__getitem__)
+        stayer = min(first_two, key=first_two.__getitem__)
+        needle = f"compute-domain-daemon-{first_two[prober]:04d}"
 
         async def cfg() -> str:
-            return _daemon_file(layout, "r0n0", "nodes.cfg", needle)
+            return _daemon_file(layout, stayer, "nodes.cfg", needle)
 
         async def hosts() -> str:
-            return _daemon_file(layout, "r0n0", "*hosts*", needle)
+            return _daemon_file(layout, stayer, "*hosts*", needle)
 
         nodes_cfg, hosts_text = await _wait("nodes.cfg", cfg), await _wait("hosts", hosts)
         channels_a = {n: await _printed(layout, n, p) for n, p in pods.items()}
 
-        await _gone(api, "a-r0n1")  # r0n1 leaves ...
-        await _indices(api, "a", {"r0n0"})
+        await _gone(api, f"a-{prober}")  # the prober leaves ...
+        await _indices(api, "a", {stayer})
         await _worker(api, "a", "r0n2", "a-r0n2")  # ... r0n2 joins ...
-        await _running(api, "a-r0n2")
-        before_rejoin = await _indices(api, "a", {"r0n0", "r0n2"})
-        await _worker(api, "a", "r0n1", "a-r0n1-again")  # ... and r0n1 comes back
-        again = await _running(api, "a-r0n1-again")
-        after_rejoin = await _indices(api, "a", {"r0n0", "r0n1", "r0n2"})
-        channels_a["r0n1-again"] = await _printed(layout, "r0n1", again)
-
-        await _gone(api, "a-r0n0")  # a leaves r0n0; b is the next domain there
+        channels_a["r0n2"] = await _printed(layout, "r0n2", await _running(api, "a-r0n2"))
+        before_rejoin = await _indices(api, "a", {stayer, "r0n2"})
+        # The prober comes back while a leaves r0n2, where b is the next domain.
+        await _worker(api, "a", prober, "a-again")
+        await _gone(api, "a-r0n2")
         uid_b = await _domain(api, "b")
-        await _worker(api, "b", "r0n0", "b-r0n0")
-        channels_b = await _printed(layout, "r0n0", await _running(api, "b-r0n0"))
+        await _worker(api, "b", "r0n2", "b-worker")
+        again, b_worker = await asyncio.gather(_running(api, "a-again"), _running(api, "b-worker"))
+        after_rejoin = await _indices(api, "a", {stayer, prober})
+        channels_a["again"] = await _printed(layout, prober, again)
+        channels_b = await _printed(layout, "r0n2", b_worker)
         return Observed(
             first_two=first_two,
+            prober=prober,
             before_rejoin=before_rejoin,
             after_rejoin=after_rejoin,
             nodes_cfg=nodes_cfg,
@@ -291,9 +300,10 @@ def test_stable_hash_indices_start_at_home_probe_on_and_survive_leave_and_rejoin
     # r0n0 and r0n1 share the home index 8; r0n2's is 10 (lowest-free: 0, 1, then 1 and 2)
     assert home_index("r0n0", LIMIT) == home_index("r0n1", LIMIT) == 8
     assert home_index("r0n2", LIMIT) == 10
-    assert observed.first_two == {"r0n0": 8, "r0n1": 9}
-    assert observed.before_rejoin == {"r0n0": 8, "r0n2": 10}  # r0n1's index stayed free
-    assert observed.after_rejoin == {"r0n0": 8, "r0n1": 9, "r0n2": 10}  # r0n1: its index again
+    stayer = ({"r0n0", "r0n1"} - {observed.prober}).pop()
+    assert observed.first_two == {stayer: 8, observed.prober: 9}
+    assert observed.before_rejoin == {stayer: 8, "r0n2": 10}  # the prober's index stayed free
+    assert observed.after_rejoin == {stayer: 8, observed.prober: 9}  # its own index again
 
 
 def test_dns_suffix_names_the_daemons_in_nodes_cfg_and_the_hosts_file(
@@ -314,7 +324,7 @@ def test_per_domain_gives_each_domain_its_home_channel_on_every_node(observed: O
     home_a = home_channel(observed.domain_a, names.IMEX_CHANNEL_COUNT)
     home_b = home_channel(observed.domain_b, names.IMEX_CHANNEL_COUNT)
     for node, devices in observed.channels_a.items():
-        assert devices == [f"channel{home_a}"], node  # the same on r0n0 and r0n1, never 0
+        assert devices == [f"channel{home_a}"], node  # the same on every node, never 0
     assert observed.channels_b == [f"channel{home_b}"]  # Single would give both channel0
     if home_a != home_b:  # two random UIDs share a home once in 2047 draws
-        assert observed.channels_b != observed.channels_a["r0n0"]
+        assert observed.channels_b != observed.channels_a["r0n2"]
