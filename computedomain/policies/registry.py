@@ -90,6 +90,9 @@ def _collect(kind: str, setting: str, caller: pluggy.HookCaller) -> Catalog[Any]
         except Exception as exc:  # a third-party hook; any failure is reported at selection
             broken[impl.plugin_name] = str(exc) or type(exc).__name__
             continue
+        if not isinstance(batch, Iterable):
+            broken[impl.plugin_name] = f"its hook returned {batch!r}, not a sequence of {kind}s"
+            continue
         for policy in batch:
             name = getattr(policy, "name", None)
             if not isinstance(name, str) or not name:

@@ -145,3 +145,15 @@ def test_a_plugin_whose_hook_raises_is_named_only_when_its_policy_is_missing() -
     assert info.value.field == "DNS_NAME_POLICY"
     assert "unknown DNS-name policy 'eager' (valid: upstream)" in info.value.reason
     assert "failed to load: CD_EAGER_SETTING: read too early and wrong" in info.value.reason
+
+
+def test_a_hook_that_returns_no_sequence_is_recorded_as_broken() -> None:
+    class _Sloppy:
+        @hookimpl
+        def computedomain_index_policies(self) -> object:
+            return None
+
+    catalog = registry.load(entry_points=False, extra=[_Sloppy()]).index
+    assert catalog.names() == ["lowest-free"]
+    with pytest.raises(ConfigError, match="its hook returned None, not a sequence of index"):
+        catalog.get("sloppy")
