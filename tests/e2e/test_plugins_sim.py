@@ -43,7 +43,8 @@ from computedomain.sim.cluster.layout import StateLayout
 
 from .conftest import run_cli
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("plugins-sim")]
+# The first test also pays for the module's cluster and scenario: allow for a loaded machine.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("plugins-sim"), pytest.mark.timeout(420)]
 
 REPO = Path(__file__).resolve().parents[2]
 DEADLINE = 60.0
