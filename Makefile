@@ -6,6 +6,9 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 PLUGINS := $(wildcard plugins/*/pyproject.toml)
+# The plugins' import packages (not their .egg-info) and test folders, for mypy.
+PLUGIN_PACKAGES := $(filter-out %.egg-info,$(wildcard plugins/*/computedomain_*))
+PLUGIN_TESTS := $(wildcard plugins/*/tests)
 PYTEST_ARGS ?=
 
 .PHONY: all venv system-deps demo test lint typecheck unit proto docs bench faults clean
@@ -41,8 +44,9 @@ lint: venv
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
 
+# The example plugins are checked as strictly as the package (their tests too).
 typecheck: venv
-	$(VENV)/bin/mypy computedomain
+	$(VENV)/bin/mypy computedomain $(PLUGIN_PACKAGES) $(PLUGIN_TESTS)
 
 test: lint typecheck
 	$(VENV)/bin/pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
