@@ -80,6 +80,9 @@ class ClusterConfig:
     settings: KubeletSettings = attrs.field(factory=KubeletSettings)
     use_kubectl: bool | None = None  # for rendering; None: when installed
     port: int = 0
+    # Extra API server pipeline stages (fault injection, request accounting: see
+    # computedomain.sim.apiserver.pipeline).
+    api_stages: tuple[Any, ...] = ()
 
 
 def image_for(imex_path: str | None) -> Image:
@@ -131,7 +134,10 @@ class SimCluster:
         node_configs = topology.nodes(self.config.topology, self.addresses.node_address)
         self.layout.create([n.name for n in node_configs])
         self.server = EmbeddedApiServer(
-            port=self.config.port, data_dir=self.layout.apiserver_dir, rbac=True
+            port=self.config.port,
+            data_dir=self.layout.apiserver_dir,
+            rbac=True,
+            stages=self.config.api_stages,
         )
         await self.server.start()
         self.server.write_kubeconfig(self.layout.kubeconfig)
