@@ -40,6 +40,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from computedomain.api import names
 from computedomain.kube.client import ClientConfig, connect
 from computedomain.kube.resources import COMPUTE_DOMAINS, DEPLOYMENTS, NAMESPACES, PODS
@@ -58,8 +60,9 @@ COMPONENTS = (
     ("controller", "cd-controller"),
     ("plugin", "cd-kubelet-plugin"),
     ("daemon", "cd-imex-daemon"),
-    ("imex", "nvidia-imex"),
+    ("imex", "computedomain.sim.imex.daemon"),  # the nvidia-imex stand-in
 )
+TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def parse_size(text: str) -> tuple[int, int]:
@@ -191,41 +194,79 @@ def _children() -> dict[int, list[int]]:
     return tree
 
 
-def _status_kib(pid: int, field: str) -> int:
+def _peak_kib(pid: int) -> int:
     with open(f"/proc/{pid}/status") as status:
         for line in status:
-            if line.startswith(field + ":"):
+            if line.startswith("VmHWM:"):
                 return int(line.split()[1])
     return 0
 
 
-def component_memory() -> dict[str, dict[str, float]]:
-    """Peak RSS (MiB) of this process's descendants by component: ``{component: {"count",
-    "max", "sum"}}``. Reads /proc; processes that went away are skipped."""
-    tree = _children()
-    found: dict[str, list[int]] = defaultdict(list)
-    stack = list(tree[os.getpid()])
-    while stack:
-        pid = stack.pop()
-        stack.extend(tree.get(pid, ()))
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                argv = f.read().split(b"\0")
-            peak = _status_kib(pid, "VmHWM")
-        except OSError:
-            continue
-        words = " ".join(Path(a.decode(errors="replace")).name for a in argv[:3])
-        kind = next((k for k, marker in COMPONENTS if marker in words), None)
-        if kind is not None:
-            found[kind].append(peak)
-    return {
-        kind: {
-            "count": len(peaks),
-            "max": round(max(peaks) / 1024, 1),
-            "sum": round(sum(peaks) / 1024, 1),
+def _cpu_s(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS  # utime + stime
+
+
+def _kind(pid: int) -> str | None:
+    with open(f"/proc/{pid}/cmdline", "rb") as f:
+        argv = f.read().split(b"\0")
+    words = " ".join(Path(a.decode(errors="replace")).name for a in argv[:3])
+    return next((k for k, marker in COMPONENTS if marker in words), None)
+
+
+@attrs.frozen
+class Sample:
+    """The component processes below this one at one moment: kind, peak RSS, CPU seconds."""
+
+    procs: dict[int, tuple[str, int, float]]  # pid -> (kind, VmHWM KiB, CPU s)
+    self_cpu_s: float  # this (the sim) process
+    children_cpu_s: float  # exited children: probes, execs, finished containers
+
+    @classmethod
+    def take(cls) -> Sample:
+        """Read /proc; processes that go away meanwhile are skipped."""
+        tree = _children()
+        procs: dict[int, tuple[str, int, float]] = {}
+        stack = list(tree[os.getpid()])
+        while stack:
+            pid = stack.pop()
+            stack.extend(tree.get(pid, ()))
+            try:
+                kind = _kind(pid)
+                if kind is not None:
+                    procs[pid] = (kind, _peak_kib(pid), _cpu_s(pid))
+            except (OSError, ValueError, IndexError):
+                continue
+        own = resource.getrusage(resource.RUSAGE_SELF)
+        kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return cls(procs, own.ru_utime + own.ru_stime, kids.ru_utime + kids.ru_stime)
+
+    def memory(self) -> dict[str, dict[str, float]]:
+        """Peak RSS (MiB) by component: ``{kind: {"count", "max", "sum"}}``, with ``sim``."""
+        peaks: dict[str, list[int]] = defaultdict(list)
+        for kind, peak, _ in self.procs.values():
+            peaks[kind].append(peak)
+        peaks["sim"] = [resource.getrusage(resource.RUSAGE_SELF).ru_maxrss]
+        return {
+            kind: {
+                "count": len(values),
+                "max": round(max(values) / 1024, 1),
+                "sum": round(sum(values) / 1024, 1),
+            }
+            for kind, values in sorted(peaks.items())
         }
-        for kind, peaks in sorted(found.items())
-    }
+
+    def cpu_since(self, before: Sample) -> dict[str, float]:
+        """CPU seconds spent since ``before``, by component, the sim process and the exited
+        children (probe commands above all)."""
+        spent: dict[str, float] = defaultdict(float)
+        for pid, (kind, _, cpu) in self.procs.items():
+            earlier = before.procs.get(pid)
+            spent[kind] += cpu - (earlier[2] if earlier is not None else 0.0)
+        spent["sim"] = self.self_cpu_s - before.self_cpu_s
+        spent["exited_children"] = self.children_cpu_s - before.children_cpu_s
+        return {kind: round(value, 2) for kind, value in sorted(spent.items())}
 
 
 async def measure(
@@ -264,6 +305,8 @@ async def measure(
             try:
                 await api.create(NAMESPACES, {"metadata": {"name": NAMESPACE}})
                 accounting.reset()
+                before = Sample.take()
+                out["cpu_setup_s"] = before.cpu_since(Sample({}, 0.0, 0.0))
                 t0 = time.perf_counter()
                 await api.create(COMPUTE_DOMAINS, domain_body(nodes), NAMESPACE)
                 await api.create(DEPLOYMENTS, job_body(nodes), NAMESPACE)
@@ -272,12 +315,9 @@ async def measure(
                 await api.close()
             out["api_requests"] = accounting.snapshot()
             out["api_requests_total"] = accounting.total()
-            memory = component_memory()
-            memory["sim"] = {
-                "count": 1,
-                "max": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-            }
-            out["peak_rss_mib"] = memory
+            after = Sample.take()
+            out["cpu_s"] = after.cpu_since(before)
+            out["peak_rss_mib"] = after.memory()
         finally:
             t0 = time.perf_counter()
             await cluster.stop()
