@@ -148,9 +148,7 @@ async def watch_job(api: Api, nodes: int, started: float, within: float) -> dict
             while True:
                 now = time.perf_counter() - started
                 workers = (await api.list(PODS, NAMESPACE))["items"]
-                daemons = (await api.list(PODS, label_selector=names.COMPUTE_DOMAIN_LABEL))[
-                    "items"
-                ]
+                daemons = (await api.list(PODS, label_selector=names.COMPUTE_DOMAIN_LABEL))["items"]
                 domain = await api.get(COMPUTE_DOMAINS, DOMAIN, NAMESPACE)
                 scheduled = sum(1 for p in workers if (p.get("spec") or {}).get("nodeName"))
                 running = sum(1 for p in workers if _phase(p) == "Running")

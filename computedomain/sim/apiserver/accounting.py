@@ -5,9 +5,9 @@ and how many of them were answered 409 Conflict or 429 Too Many Requests.
 :mod:`.pipeline`: it runs after classification, before authentication). Used by
 ``bench/e2e.py`` to report the API traffic of each component: every component authenticates with
 its own ServiceAccount token, so the authenticated user names the component (the controller's,
-the kubelet plugins' and the IMEX daemons' accounts; ``admin`` for the simulation itself and for the benchmark), and the
-``User-Agent`` tells clients of one account apart (``sim``, ``bench``). A watch is counted when
-it starts. Single event loop: no locking.
+the kubelet plugins' and the IMEX daemons' accounts; ``admin`` for the simulation itself and
+the benchmark), and the ``User-Agent`` tells the clients of one account apart (``sim``,
+``bench``). A watch is counted when it starts. Single event loop: no locking.
 """
 
 from __future__ import annotations

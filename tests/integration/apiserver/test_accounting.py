@@ -32,7 +32,8 @@ async def test_requests_are_counted_by_user_verb_agent_and_conflict() -> None:
             await admin.update(resources.CONFIG_MAPS, {**cm, "data": {"k": "2"}})
             with pytest.raises(errors.Conflict):
                 await admin.update(resources.CONFIG_MAPS, {**cm, "data": {"k": "3"}})
-            assert server.state is not None and server.state.authenticator is not None
+            assert server.state is not None
+            assert server.state.authenticator is not None
             token, _ = server.state.authenticator.issue_service_account_token(
                 NS, "counted", account["metadata"]["uid"]
             )

@@ -62,7 +62,7 @@ def test_third_party_debug_lines_are_quiet_below_verbosity_6(stream: io.StringIO
     logging.getLogger("computedomain.x").debug("ours")
     logging.getLogger("grpc._server").warning("a real problem")
     lines = stream.getvalue().splitlines()
-    assert [line.split("msg=")[1] for line in lines] == ['ours', '"a real problem"']
+    assert [line.split("msg=")[1] for line in lines] == ["ours", '"a real problem"']
     logs.setup(6, "cd-test", stream=stream)
     logging.getLogger("grpc._cython.cygrpc").debug("Loaded running loop")
     assert "Loaded running loop" in stream.getvalue()
