@@ -212,6 +212,8 @@ def _kind(pid: int) -> str | None:
     with open(f"/proc/{pid}/cmdline", "rb") as f:
         argv = f.read().split(b"\0")
     words = " ".join(Path(a.decode(errors="replace")).name for a in argv[:3])
+    if b"check" in argv:
+        return None  # an exec probe (cd-imex-daemon check), counted with the exited children
     return next((k for k, marker in COMPONENTS if marker in words), None)
 
 
