@@ -86,6 +86,9 @@ class ClusterConfig:
     port: int = 0
     tls: bool = True  # HTTPS: kubectl and client-go send tokens only over TLS
     rbac_usage: Path | None = None  # record which RBAC rule allowed each request (rbac_usage)
+    # Extra API server pipeline stages (fault injection, request accounting: see
+    # computedomain.sim.apiserver.pipeline).
+    api_stages: tuple[Any, ...] = ()
 
 
 def image_for(imex_path: str | None) -> Image:
@@ -136,7 +139,7 @@ class SimCluster:
         self.addresses = AddressBlock.acquire()
         node_configs = topology.nodes(self.config.topology, self.addresses.node_address)
         self.layout.create([n.name for n in node_configs])
-        stages = []
+        stages = list(self.config.api_stages)
         if self.config.rbac_usage is not None:
             stages.append(rbac_usage.stage(rbac_usage.UsageLog(self.config.rbac_usage)))
         self.server = EmbeddedApiServer(

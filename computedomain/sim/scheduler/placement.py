@@ -22,6 +22,7 @@ __all__ = [
     "REASON_AFFINITY",
     "REASON_UNSCHEDULABLE",
     "fit_reason",
+    "fit_view_changed",
     "node_selector_matches",
     "node_selector_term_matches",
     "taint_reason",
@@ -57,6 +58,18 @@ def fit_reason(pod: Obj, node: Obj) -> str | None:
     if required is not None and not node_selector_matches(required, node):
         return REASON_AFFINITY
     return None
+
+
+def fit_view_changed(old: Obj, new: Obj) -> bool:
+    """Whether a node update can change where pods fit: its name, labels, spec (taints,
+    unschedulable) or readiness. Heartbeats (a new ``lastHeartbeatTime`` every 10 s per node)
+    cannot, so controllers skip them as kube-scheduler and the DaemonSet controller do. Pure."""
+    return (
+        (old.get("metadata") or {}).get("name") != (new.get("metadata") or {}).get("name")
+        or _labels(old) != _labels(new)
+        or (old.get("spec") or {}) != (new.get("spec") or {})
+        or _is_ready(old) != _is_ready(new)
+    )
 
 
 def unschedulable_message(total_nodes: int, reasons: Iterable[str]) -> str:

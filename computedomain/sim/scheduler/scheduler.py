@@ -2,7 +2,8 @@
 
 Started by :mod:`computedomain.sim.cluster`. Informers on nodes, pods, ResourceClaims,
 ResourceSlices and DeviceClasses feed one work queue of pending pod keys (event-driven: a pod is
-reconsidered when it, a node, a claim, a slice or a class changes). For each pod, :func:`decide`
+reconsidered when it, a claim, a slice or a class changes, or a node in a way that can change
+where pods fit: not its heartbeats). For each pod, :func:`decide`
 (pure) runs the filters of :mod:`.placement` and the allocator of :mod:`.allocation` on every
 node and picks the node with the fewest pods. The effects follow: claim allocations and
 ``reservedFor`` are written (status, with the delete-protection finalizer first), then the pod
@@ -142,7 +143,7 @@ class Scheduler:
             FuncHandler(add=self._pod_changed, update=lambda _o, n: self._pod_changed(n))
         )
         self.claims.add_handler(self.claim_cache)
-        for informer in (self.nodes, self.claims, self.slices, self.classes):
+        for informer in (self.claims, self.slices, self.classes):
             informer.add_handler(
                 FuncHandler(
                     add=lambda _o: self._requeue_pending(),
@@ -150,6 +151,15 @@ class Scheduler:
                     delete=lambda _o: self._requeue_pending(),
                 )
             )
+        self.nodes.add_handler(
+            FuncHandler(
+                add=lambda _o: self._requeue_pending(),
+                update=lambda o, n: (
+                    self._requeue_pending() if placement.fit_view_changed(o, n) else None
+                ),
+                delete=lambda _o: self._requeue_pending(),
+            )
+        )
 
     @property
     def informers(self) -> tuple[Informer, ...]:
