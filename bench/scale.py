@@ -45,15 +45,15 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import controller as controller_bench  # noqa: E402  (bench/controller.py: server and samplers)
+import controller as controller_bench
 
-from computedomain.api import names  # noqa: E402
-from computedomain.kube import resources  # noqa: E402
-from computedomain.kube.client import ClientConfig, connect  # noqa: E402
-from computedomain.kube.informer import Informer  # noqa: E402
-from computedomain.kube.rest import Api  # noqa: E402
-from computedomain.sim.hollow import manifests  # noqa: E402
-from computedomain.sim.hollow.cluster import HollowCluster, HollowConfig  # noqa: E402
+from computedomain.api import names
+from computedomain.kube import resources
+from computedomain.kube.client import ClientConfig, connect
+from computedomain.kube.informer import FuncHandler, Informer
+from computedomain.runtime import logs
+from computedomain.sim.hollow import manifests
+from computedomain.sim.hollow.cluster import HollowCluster, HollowConfig
 
 BENCH_AGENT = controller_bench.BENCH_AGENT
 NAMESPACE = "computedomain-system"
@@ -62,6 +62,20 @@ WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")
 # What stands in for Kubernetes itself (kubelet, scheduler, controllers): not the driver's writes.
 KUBERNETES_AGENTS = ("kubelet", "sim-controllers")
 TARGETS = {"seconds_1152_nodes_64_domains": 60.0, "writes_per_node": 4.0, "lost_updates": 0}
+
+
+async def sample_rss(pid: int, peak: list[float], stop: asyncio.Event) -> None:
+    """Peak RSS of one process (MiB) into ``peak[0]``, every 0.2 s until ``stop``. (Not
+    bench/controller.py's sampler: walking the process tree every 50 ms cost this process, which
+    runs the hollow nodes, a tenth of its CPU.)"""
+    import psutil
+
+    with contextlib.suppress(psutil.Error):
+        proc = psutil.Process(pid)
+        while not stop.is_set():
+            peak[0] = max(peak[0], proc.memory_info().rss / 2**20)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), 0.2)
 
 
 async def start_server(directory: Path) -> asyncio.subprocess.Process:
@@ -78,13 +92,6 @@ async def start_server(directory: Path) -> asyncio.subprocess.Process:
         await asyncio.sleep(0.05)
     msg = "the API server did not start"
     raise RuntimeError(msg)
-
-
-def kubeconfig_token(path: Path) -> tuple[str, str]:
-    import yaml
-
-    doc = yaml.safe_load(path.read_text())
-    return doc["clusters"][0]["cluster"]["server"], doc["users"][0]["user"]["token"]
 
 
 def domain_body(name: str) -> dict[str, Any]:
@@ -177,13 +184,65 @@ def summarize(rows: list[dict[str, Any]], nodes: int) -> dict[str, Any]:
     }
 
 
-async def wait_for(check: Any, within: float, what: str) -> None:
+class Timeline:
+    """When each pod (workers and daemon pods) first reached each stage, seconds from ``t0``:
+    where the time goes."""
+
+    STAGES = ("created", "claims", "bound", "running", "ready")
+
+    def __init__(self) -> None:
+        self.t0 = time.monotonic()
+        self.seen: dict[str, dict[str, float]] = {}
+
+    def observe(self, pod: dict[str, Any]) -> None:
+        meta, spec, status = pod["metadata"], pod.get("spec") or {}, pod.get("status") or {}
+        kind = "daemon" if meta.get("namespace") == NAMESPACE else "worker"
+        stages = self.seen.setdefault(f"{kind}/{meta['uid']}", {})
+        now = round(time.monotonic() - self.t0, 2)
+        stages.setdefault("created", now)
+        if status.get("resourceClaimStatuses"):
+            stages.setdefault("claims", now)
+        if spec.get("nodeName"):
+            stages.setdefault("bound", now)
+        if status.get("phase") == "Running":
+            stages.setdefault("running", now)
+        if any(
+            c.get("type") == "Ready" and c.get("status") == "True"
+            for c in status.get("conditions") or []
+        ):
+            stages.setdefault("ready", now)
+
+    def summary(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for kind in ("worker", "daemon"):
+            rows = [v for k, v in self.seen.items() if k.startswith(kind + "/")]
+            out[kind] = {
+                stage: _spread([r[stage] for r in rows if stage in r]) for stage in self.STAGES
+            }
+        return out
+
+
+def _spread(values: list[float]) -> dict[str, float] | None:
+    if not values:
+        return None
+    values = sorted(values)
+    return {
+        "n": len(values),
+        "first": values[0],
+        "median": values[len(values) // 2],
+        "last": values[-1],
+    }
+
+
+async def wait_for(check: Any, within: float) -> None:
+    """Poll ``check`` (a cheap look at informer stores) until true; TimeoutError after
+    ``within`` seconds."""
     async with asyncio.timeout(within):
-        while not check():
+        while not check():  # noqa: ASYNC110 (the stores have no change signal to wait on)
             await asyncio.sleep(0.05)
 
 
-async def run_size(
+async def run_size(  # noqa: PLR0917 (one call site, the bench's own parameters)
     nodes: int, per_rack: int, domains: int, command: list[str], files: Path, within: float
 ) -> dict[str, Any]:
     racks = nodes // per_rack
@@ -197,7 +256,6 @@ async def run_size(
         peaks = {"controller": [0.0], "api_server": [0.0], "hollow_process": [0.0]}
         try:
             kubeconfig = directory / "kubeconfig"
-            url, token = kubeconfig_token(kubeconfig)
             api = await connect(
                 ClientConfig(kubeconfig=str(kubeconfig), qps=0, user_agent=BENCH_AGENT)
             )
@@ -220,7 +278,7 @@ async def run_size(
                     *command, env=env, stdout=log, stderr=asyncio.subprocess.STDOUT
                 )
             samplers = [
-                asyncio.create_task(controller_bench._sample_rss(pid, peaks[name], stop))
+                asyncio.create_task(sample_rss(pid, peaks[name], stop))
                 for name, pid in (
                     ("controller", ctl.pid),
                     ("api_server", server.pid),
@@ -230,8 +288,7 @@ async def run_size(
             node_files = Path(tempfile.mkdtemp(prefix="hl-", dir=files))
             hollow = HollowCluster(
                 HollowConfig(
-                    url=url,
-                    token=token,
+                    client=ClientConfig(kubeconfig=str(kubeconfig)),
                     state_dir=node_files,
                     racks=racks,
                     nodes_per_rack=per_rack,
@@ -243,11 +300,16 @@ async def run_size(
             await hollow.start(within=within)
             slices = Informer(api, resources.RESOURCE_SLICES, name="bench-slices")
             pods = Informer(api, resources.PODS, namespace=USERS, name="bench-pods")
+            everyone = Informer(api, resources.PODS, name="bench-all-pods")
+            timeline = Timeline()
+            everyone.add_handler(
+                FuncHandler(add=timeline.observe, update=lambda _o, new: timeline.observe(new))
+            )
             cds = Informer(api, resources.COMPUTE_DOMAINS, namespace=USERS, name="bench-cds")
-            watches = [asyncio.create_task(i.run()) for i in (slices, pods, cds)]
-            for informer in (slices, pods, cds):
+            watches = [asyncio.create_task(i.run()) for i in (slices, pods, cds, everyone)]
+            for informer in (slices, pods, cds, everyone):
                 await informer.wait_for_sync()
-            await wait_for(lambda: len(slices.store) >= nodes, within, "slices")
+            await wait_for(lambda: len(slices.store) >= nodes, within)
             nodes_up = time.monotonic() - t0
             await asyncio.sleep(1.0)
             await controller_bench._counters(api, reset=True)
@@ -263,6 +325,7 @@ async def run_size(
                 rack_range = range(d * per_domain, (d + 1) * per_domain) if per_domain else [d]
                 plan[f"job{d:03d}"] = [f"r{r}n{i}" for r in rack_range for i in range(per_rack)]
             started = time.monotonic()
+            timeline.t0 = started
             created = await asyncio.gather(
                 *(api.create(resources.COMPUTE_DOMAINS, domain_body(d), USERS) for d in plan)
             )
@@ -283,7 +346,7 @@ async def run_size(
 
             completed = True
             try:
-                await wait_for(done, within, "workers Running")
+                await wait_for(done, within)
             except TimeoutError:
                 completed = False
             elapsed = time.monotonic() - started
@@ -306,6 +369,7 @@ async def run_size(
                 "workers_running": sum(1 for p in pods.store.list() if _running(p)),
                 "domains_ready": sum(1 for c in cds.store.list() if _domain_ready(c)),
                 "lost_updates": lost_updates(cliques, plan, uid_of),
+                "timeline_seconds": timeline.summary(),
                 **summarize(rows, joined),
                 "cpu_seconds_measured": cpu,
                 "peak_rss_mb": {k: round(v[0], 1) for k, v in peaks.items()},
@@ -347,12 +411,14 @@ def main() -> int:
         help="the controller command line (gets upstream's env: KUBECONFIG, NAMESPACE, ...)",
     )
     parser.add_argument("--within", type=float, default=300.0, help="give up after (s)")
+    parser.add_argument("-v", type=int, default=0, help="log verbosity of this process (stderr)")
     parser.add_argument(
         "--files-dir",
         default="/dev/shm" if Path("/dev/shm").is_dir() else tempfile.gettempdir(),
         help="where the hollow nodes' files go (default: /dev/shm)",
     )
     args = parser.parse_args()
+    logs.setup(args.v, "bench-scale")
     command = shlex.split(args.controller_cmd)
     runs = []
     load = [round(x, 2) for x in os.getloadavg()]

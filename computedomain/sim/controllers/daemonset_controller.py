@@ -21,6 +21,7 @@ from computedomain.kube.rest import Api
 from computedomain.kube.store import index_by_owner_uid, object_key
 from computedomain.kube.workqueue import RateLimitingQueue
 from computedomain.runtime.clock import REAL_CLOCK, Clock
+from computedomain.sim.scheduler import placement
 
 from . import daemonset, names
 from .expectations import Expectations
@@ -65,12 +66,19 @@ class DaemonSetController:
             )
         )
         self.pods.add_handler(EnqueueHandler(self.queue, key=owner_key("DaemonSet")))
-        everything = FuncHandler(
-            add=lambda _o: self._all(),
-            update=lambda _o, _n: self._all(),
-            delete=lambda _o: self._all(),
+        self.nodes.add_handler(
+            FuncHandler(
+                add=lambda _o: self._all(),
+                update=self._node_changed,
+                delete=lambda _o: self._all(),
+            )
         )
-        self.nodes.add_handler(everything)
+
+    def _node_changed(self, old: Obj, new: Obj) -> None:
+        """As kube's DaemonSet controller: a Node update matters only when what placement
+        reads changed (labels, taints, unschedulable, readiness), not for heartbeats."""
+        if placement.placement_view(old) != placement.placement_view(new):
+            self._all()
 
     def _all(self) -> None:
         for ds in self.daemonsets.store.list():

@@ -61,8 +61,7 @@ START_CONCURRENCY = 64
 class HollowConfig:
     """What to run and where: the API server, the machines, the node files."""
 
-    url: str
-    token: str | None
+    client: ClientConfig  # where the API server is (each component's client: this, evolved)
     state_dir: Path
     racks: int = 2
     nodes_per_rack: int = 18
@@ -120,11 +119,7 @@ class HollowCluster:
         self._tasks: list[asyncio.Task[Any]] = []
 
     async def _connect(self, kind: str) -> Api:
-        api = await connect(
-            ClientConfig(
-                url=self.config.url, token=self.config.token, qps=0, user_agent=AGENTS[kind]
-            )
-        )
+        api = await connect(attrs.evolve(self.config.client, qps=0, user_agent=AGENTS[kind]))
         self.apis[kind] = api
         return api
 
