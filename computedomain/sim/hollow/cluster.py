@@ -227,6 +227,11 @@ class HollowCluster:
 
     async def stop(self) -> None:
         """Stop every node and component (idempotent). Nothing is deleted from the API."""
+        # Nodes first (they stop their gRPC servers), then controllers and informers.
+        nodes = [t for t in self._tasks if t.get_name().startswith("node-")]
+        for task in nodes:
+            task.cancel()
+        await asyncio.gather(*nodes, return_exceptions=True)
         for task in reversed(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)

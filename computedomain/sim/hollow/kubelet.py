@@ -95,21 +95,25 @@ class HollowKubelet:
         await self.agent.register()
         plugin = asyncio.ensure_future(self.plugin.run())
         heartbeat = asyncio.ensure_future(self.agent.run())
+        ready = asyncio.ensure_future(self.plugin.ready.wait())
         try:
-            ready = asyncio.ensure_future(self.plugin.ready.wait())
             await asyncio.wait([ready, plugin], return_when=asyncio.FIRST_COMPLETED)
             if plugin.done():
-                ready.cancel()
                 plugin.result()  # the plugin failed to start: raise its error
                 return
             await self.plugins.scan()
             self._ready.set()
-            await asyncio.gather(plugin, heartbeat)
+            # asyncio.wait, not gather: cancelling this task must not cancel the plugin a
+            # second time while it stops its gRPC servers (below, once).
+            done, _ = await asyncio.wait([plugin, heartbeat], return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                task.result()
         finally:
-            plugin.cancel()
+            ready.cancel()
             heartbeat.cancel()
             await self.abandon()
-            await asyncio.gather(plugin, heartbeat, return_exceptions=True)
+            plugin.cancel()
+            await asyncio.gather(plugin, heartbeat, ready, return_exceptions=True)
 
     async def wait_ready(self) -> None:
         await self._ready.wait()

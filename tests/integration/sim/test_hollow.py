@@ -31,7 +31,7 @@ from computedomain.sim.hollow.cluster import HollowCluster, HollowConfig
 
 from .helpers import eventually
 
-pytestmark = pytest.mark.timeout(90)
+pytestmark = [pytest.mark.timeout(180), pytest.mark.slow]
 
 NAMESPACE = "computedomain-system"
 USERS = "hollow-users"
