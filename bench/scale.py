@@ -316,6 +316,7 @@ async def run_size(  # noqa: PLR0917 (one call site, the bench's own parameters)
             cpu0 = {
                 "controller": controller_bench._cpu(ctl.pid),
                 "api_server": controller_bench._cpu(server.pid),
+                "hollow_process": controller_bench._cpu(os.getpid()),
             }
 
             # -- the measured part ---------------------------------------------------------
@@ -353,6 +354,9 @@ async def run_size(  # noqa: PLR0917 (one call site, the bench's own parameters)
             cpu = {
                 "controller": round(controller_bench._cpu(ctl.pid) - cpu0["controller"], 2),
                 "api_server": round(controller_bench._cpu(server.pid) - cpu0["api_server"], 2),
+                "hollow_process": round(
+                    controller_bench._cpu(os.getpid()) - cpu0["hollow_process"], 2
+                ),
             }
             rows = await controller_bench._counters(api)
             cliques, _ = await api.list_all(resources.COMPUTE_DOMAIN_CLIQUES, namespace=NAMESPACE)
@@ -371,7 +375,10 @@ async def run_size(  # noqa: PLR0917 (one call site, the bench's own parameters)
                 "lost_updates": lost_updates(cliques, plan, uid_of),
                 "timeline_seconds": timeline.summary(),
                 **summarize(rows, joined),
+                # CPU seconds each process got while measured: on a shared machine, compare
+                # with the wall-clock seconds to see how much of the time was waiting for a CPU.
                 "cpu_seconds_measured": cpu,
+                "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
                 "peak_rss_mb": {k: round(v[0], 1) for k, v in peaks.items()},
             }
             result["targets_met"] = {

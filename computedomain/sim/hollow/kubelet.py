@@ -101,7 +101,7 @@ class HollowKubelet:
             if plugin.done():
                 plugin.result()  # the plugin failed to start: raise its error
                 return
-            await self.plugins.scan()
+            await self._register_plugin()
             self._ready.set()
             # asyncio.wait, not gather: cancelling this task must not cancel the plugin a
             # second time while it stops its gRPC servers (below, once).
@@ -114,6 +114,16 @@ class HollowKubelet:
             await self.abandon()
             plugin.cancel()
             await asyncio.gather(plugin, heartbeat, ready, return_exceptions=True)
+
+    async def _register_plugin(self) -> None:
+        """Scan the registry until the plugin's handshake succeeded (a busy process may miss
+        GetInfo's deadline; the real kubelet retries on its next registry event too)."""
+        delay = 0.2
+        while not self.plugins.plugins:
+            await self.plugins.scan()
+            if not self.plugins.plugins:
+                await asyncio.sleep(delay)  # retry back-off, not synchronisation
+                delay = min(delay * 2, 5.0)
 
     async def wait_ready(self) -> None:
         await self._ready.wait()
