@@ -34,7 +34,10 @@ __all__ = ["HollowKubelet"]
 
 _log = logs.get_logger(__name__)
 Obj = Mapping[str, Any]
-HEARTBEAT = 40.0  # the kubelet's node-status report period when nothing changes
+# The kubelet's nodeStatusReportFrequency: with node leases (kubelets since 1.17) the Node's
+# status is posted only when it changes or every 5 minutes. (Hollow nodes keep no Lease: nothing
+# here reads one, and a real lease renewal never reaches a Node watcher.)
+HEARTBEAT = 300.0
 
 
 class _Plugins(PluginManager):
