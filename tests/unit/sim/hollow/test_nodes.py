@@ -14,7 +14,6 @@ from computedomain.sim.hollow.daemon import is_daemon_container
 from computedomain.sim.hollow.plugin import plugin_config
 from computedomain.sim.kubelet.paths import NodePaths
 
-
 CLIQUE = "2df84740-d3cb-b5ce-4e7e-98352b5a71b5.0"
 
 
