@@ -32,8 +32,8 @@ def register(commands: Commands) -> None:
     sim = commands.group("sim", "the embedded simulated cluster")
     parser = sim.add("hollow", "run many hollow nodes against an API server", run)
     parser.add_argument("--kubeconfig", required=True, help="the API server's kubeconfig")
-    parser.add_argument("--racks", type=int, default=2)
-    parser.add_argument("--nodes-per-rack", type=int, default=18)
+    parser.add_argument("--racks", type=int, default=2, help="racks (NVLink cliques)")
+    parser.add_argument("--nodes-per-rack", type=int, default=18, help="nodes in each rack")
     parser.add_argument("--namespace", default="computedomain-system", help="driver namespace")
     parser.add_argument(
         "--files-dir",
