@@ -38,8 +38,9 @@ def register(commands: Commands) -> None:
     parser.add_argument(
         "--files-dir",
         type=Path,
-        default=Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(tempfile.gettempdir()),
-        help="where the nodes' files go (short path: socket paths must fit 107 bytes)",
+        default=None,
+        help="where the nodes' files go (default: /dev/shm if present, else the temp dir; "
+        "a short path: socket paths must fit 107 bytes)",
     )
     parser.add_argument("--install", action="store_true", help="install deployments/ first")
 
@@ -56,7 +57,10 @@ async def _run(args: argparse.Namespace) -> int:
             await manifests.install_manifests(api, found.objects)
         finally:
             await api.close()
-    state = Path(tempfile.mkdtemp(prefix="hl-", dir=args.files_dir))
+    files = args.files_dir or (
+        Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(tempfile.gettempdir())
+    )
+    state = Path(tempfile.mkdtemp(prefix="hl-", dir=files))
     hollow = HollowCluster(
         HollowConfig(
             client=client,
