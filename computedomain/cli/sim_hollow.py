@@ -57,10 +57,7 @@ async def _run(args: argparse.Namespace) -> int:
             await manifests.install_manifests(api, found.objects)
         finally:
             await api.close()
-    files = args.files_dir or (
-        Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(tempfile.gettempdir())
-    )
-    state = Path(tempfile.mkdtemp(prefix="hl-", dir=files))
+    state = Path(tempfile.mkdtemp(prefix="hl-", dir=args.files_dir))
     hollow = HollowCluster(
         HollowConfig(
             client=client,
@@ -86,6 +83,9 @@ async def _run(args: argparse.Namespace) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Run until SIGINT/SIGTERM; 0 then, 1 with ``Error: ...`` when it cannot start."""
+    if args.files_dir is None:
+        shm = Path("/dev/shm")
+        args.files_dir = shm if shm.is_dir() else Path(tempfile.gettempdir())
     try:
         return asyncio.run(_run(args))
     except (OSError, ValueError, RuntimeError, TimeoutError) as exc:
