@@ -19,6 +19,7 @@ COMMAND_MODULES = (
     "computedomain.cli.sim_apiserver",
     "computedomain.cli.sim_cluster",
     "computedomain.cli.sim_imex",
+    "computedomain.cli.sim_hollow",
     "computedomain.cli.doctor.command",
 )
 

@@ -134,7 +134,12 @@ class Scheduler:
             api, PODS, name="scheduler-pods", indexers={"node": index_by_node_name}
         )
         self.claims = Informer(api, RESOURCE_CLAIMS, name="scheduler-claims")
-        self.slices = Informer(api, RESOURCE_SLICES, name="scheduler-slices")
+        self.slices = Informer(
+            api,
+            RESOURCE_SLICES,
+            name="scheduler-slices",
+            indexers={"node": lambda s: [str((s.get("spec") or {}).get("nodeName") or "")]},
+        )
         self.classes = Informer(api, DEVICE_CLASSES, name="scheduler-classes")
         self.claim_cache = MutationCache(self.claims.store, clock=self.clock)
         self._assumed: dict[str, str] = {}  # pod key -> node, bound but not yet seen bound
@@ -211,16 +216,33 @@ class Scheduler:
             await self._unschedulable(pod, f"resourceclaim {names} not found")
             return
         others = [c for c in self.claim_cache.list() if object_key(c) not in claims]
-        counts = self._pods_per_node()
-        decision = decide(
-            pod,
-            sorted(self.nodes.store.list(), key=lambda n: str(n["metadata"]["name"])),
-            claims=claims,
-            other_claims=others,
-            slices=self.slices.store.list(),
-            classes={str(c["metadata"]["name"]): c for c in self.classes.store.list()},
-            pods_per_node=counts,
-        )
+        classes = {str(c["metadata"]["name"]): c for c in self.classes.store.list()}
+        decision = None
+        pinned = placement.pinned_node(pod)
+        node = self.nodes.store.get(pinned) if pinned else None
+        if node is not None:
+            counts = self._pods_per_node([pinned or ""])
+            # kube-scheduler's NodeAffinity pre-filter: a pod bound to one node by name is
+            # only evaluated there (with that node's slices and the cluster-wide ones).
+            slices = [
+                *self.slices.store.by_index("node", pinned or ""),
+                *self.slices.store.by_index("node", ""),
+            ]
+            decision = decide(
+                pod, [node], claims=claims, other_claims=others, slices=slices,
+                classes=classes, pods_per_node=counts,
+            )  # fmt: skip
+        if decision is None or decision.node is None:  # the message names every node
+            counts = self._pods_per_node()
+            decision = decide(
+                pod,
+                sorted(self.nodes.store.list(), key=lambda n: str(n["metadata"]["name"])),
+                claims=claims,
+                other_claims=others,
+                slices=self.slices.store.list(),
+                classes=classes,
+                pods_per_node=counts,
+            )
         if decision.node is None:
             await self._unschedulable(pod, decision.message)
             return
@@ -247,13 +269,16 @@ class Scheduler:
             f"Successfully assigned {namespace}/{pod['metadata']['name']} to {decision.node}",
         )
 
-    def _pods_per_node(self) -> dict[str, int]:
-        """Pods on each node, counting pods we bound that the informer has not shown bound yet
-        (kube-scheduler's "assumed" pods), so that back-to-back pods spread."""
+    def _pods_per_node(self, only: Sequence[str] | None = None) -> dict[str, int]:
+        """Pods on each node (of ``only``, else all), counting pods we bound that the informer
+        has not shown bound yet (kube-scheduler's "assumed" pods), so that back-to-back pods
+        spread."""
         counts = {}
-        for node in self.nodes.store.list():
-            name = str(node["metadata"]["name"])
-            counts[name] = len(self.pods.store.by_index("node", name))
+        names = (
+            only if only is not None else [n["metadata"]["name"] for n in self.nodes.store.list()]
+        )
+        for name in names:
+            counts[str(name)] = len(self.pods.store.by_index("node", str(name)))
         for key, node_name in list(self._assumed.items()):
             current = self.pods.store.get(key)
             if current is None or (current.get("spec") or {}).get("nodeName"):
