@@ -18,6 +18,7 @@ from computedomain.api.errors import ComputeDomainError
 from computedomain.daemon import imexsync
 from computedomain.daemon.identity import Identity
 from computedomain.daemon.imexsync import Mailbox, Snapshot, Sync
+from computedomain.daemon.indexmemory import IndexMemory
 from computedomain.daemon.modes import Mode, Paths, Want
 from computedomain.daemon.reconcile import LatestObject, MembershipLoop
 from computedomain.daemon.registration import Registrar
@@ -69,6 +70,7 @@ def assemble(
     report: Callable[[ComputeDomainError], None] = lambda _: None,
     rng: random.Random | None = None,
     resync_period: float | None = RESYNC_PERIOD,
+    memory: IndexMemory | None = None,
 ) -> Parts:
     """Wire the parts of one daemon. Pure construction."""
     rng = rng or random.Random()
@@ -94,6 +96,10 @@ def assemble(
         blocked=blocked,
         report=report,
         rng=rng,
+        remembered=memory.load(identity.clique_id) if memory is not None else None,
+        on_index=(lambda index: memory.save(identity.clique_id, index))
+        if memory is not None
+        else (lambda _: None),
     )
     membership_informer.add_handler(
         FuncHandler(

@@ -88,7 +88,11 @@ class MembershipLoop:
         blocked: Callable[[], bool] = lambda: False,
         report: Callable[[ComputeDomainError], None] = lambda _: None,
         rng: random.Random | None = None,
+        remembered: int | None = None,
+        on_index: Callable[[int], None] = lambda _: None,
     ) -> None:
+        """``remembered``: the index this node held before this process (the domain
+        directory's memory, :mod:`.indexmemory`); ``on_index`` is told each new own index."""
         self.registrar = registrar
         self.shape = registrar.shape
         self.cache = cache
@@ -103,7 +107,8 @@ class MembershipLoop:
         self._published: Snapshot | None = None
         self._registered = False
         self._superseded = False
-        self._last_index: int | None = None
+        self._last_index: int | None = remembered
+        self._on_index = on_index
         self._failures = 0
         self._rejected_rv: int | None = None
         self._parsed: tuple[Mapping[str, Any] | None, tuple[DaemonInfo, ...]] = (None, ())
@@ -179,9 +184,14 @@ class MembershipLoop:
             self.cache.offer(outcome.obj)
         if outcome.planned is not None and outcome.planned.entry is not None:
             self._registered = True
-            self._last_index = outcome.planned.entry.index
+            self._own_index(outcome.planned.entry.index)
             self.registered.set()
         return 0.0
+
+    def _own_index(self, index: int) -> None:
+        if index != self._last_index:
+            self._last_index = index
+            self._on_index(index)
 
     def next_op(self, obj: Mapping[str, Any] | None) -> membership.Op | None:
         """The change the own entry needs in ``obj`` (register before status), or None.
@@ -225,7 +235,7 @@ class MembershipLoop:
         if not self._registered and (not me.pod_uid or own.pod_uid == me.pod_uid):
             # Already ours (a restarted container finds its entry): never take it back later.
             self._registered = True
-            self._last_index = own.index
+            self._own_index(own.index)
             self.registered.set()
         desired = pod.desired_status(self._pod, blocked=self._blocked())
         if desired is not None and own.status != desired:

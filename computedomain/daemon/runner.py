@@ -24,6 +24,7 @@ from computedomain.daemon import hostconflict, imexconfig, modes, pod
 from computedomain.daemon.assembly import assemble
 from computedomain.daemon.config import DaemonConfig
 from computedomain.daemon.events import COMPONENT, PodEvents
+from computedomain.daemon.indexmemory import IndexMemory
 from computedomain.daemon.keeper import ImexKeeper, KeeperTiming, Spawn
 from computedomain.daemon.problems import ProblemPublisher
 from computedomain.daemon.process import ImexProcess
@@ -126,6 +127,7 @@ async def _run_domain(
         want=keeper.want,
         blocked=lambda: keeper.blocked_by is not None,
         report=events.registration_problem,
+        memory=IndexMemory.in_dir(config.imexd_dir),
     )
     log.info("Starting", mode=mode.name, clique=parts.shape.name, node=identity.node_name)
     try:

@@ -1,7 +1,8 @@
-"""The built-in policies, reproducing upstream exactly; always registered.
+"""The built-in policies, reproducing upstream's; always registered.
 
 - index ``lowest-free``: the lowest index not in use (gaps are filled), below the limit
-  (daemon.md §6.6).
+  (daemon.md §6.6); one deliberate difference: a node that remembers the index it held (its
+  daemon pod was replaced, see computedomain.daemon.indexmemory) gets it back while it is free.
 - DNS names ``upstream``: ``compute-domain-daemon-%04d`` (daemon.md §4.1).
 - channels ``Single`` (channel 0) and ``All`` (every channel of the node) (kubelet-plugin.md §4.4).
 """
@@ -34,6 +35,11 @@ class LowestFreeIndex:
     name: str = LOWEST_FREE
 
     def allocate(self, request: IndexRequest) -> int | None:
+        # A node that held an index before (its daemon pod was replaced) gets it back while it
+        # is free, so replacing every daemon of a domain at once cannot swap two nodes' ids.
+        previous = request.previous
+        if previous is not None and 0 <= previous < request.limit and previous not in request.used:
+            return previous
         return next((i for i in range(request.limit) if i not in request.used), None)
 
 

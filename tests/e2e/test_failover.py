@@ -8,7 +8,7 @@ in order (each test first makes sure the domain is formed, so any of them runs a
 1. force-delete (grace 0) the worker on r0n0: it is recreated and runs, the domain re-forms,
    r0n1's entry is unchanged and its worker untouched;
 2. force-delete every daemon pod of the domain: the DaemonSet recreates them, the new daemons
-   re-register (with the indices they had: the separate, xfail-marked check of a known bug),
+   re-register with the indices they had (the daemons remember them in the domain directory),
    hosts files follow, and both workers keep running;
 3. gracefully delete the worker on r0n1: it is recreated and runs, the domain re-forms, r0n0's
    entry is unchanged.
@@ -122,16 +122,6 @@ async def test_force_deleted_daemons_come_back_and_the_domain_reforms(
     await kit.hosts_consistent(api, cluster, domain)
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="BUG: after all daemon pods of a domain are force-deleted, the replacement daemons "
-    "may re-register in either order and swap indices (2 of 4 runs: r0n0 0->1, r0n1 1->0) "
-    "although neither node left. Keeping the entry of a node still labelled for the domain "
-    "(controller/pruning.py) was tried and did not stop it (reverted). Likely cause: the old "
-    "entry is gone (deregistered or pruned) and the new pod has no previous index "
-    "(daemon/reconcile.py passes only its own process's _last_index), so the lowest free index "
-    "goes to whichever daemon registers first. Not strict: the outcome is a race.",
-)
 def test_force_deleted_daemons_kept_their_indices() -> None:
     """The indices seen around the previous test's fault (nodes that never left keep theirs)."""
     if not INDICES_AROUND_DAEMON_LOSS:
