@@ -80,6 +80,8 @@ class ClusterConfig:
     settings: KubeletSettings = attrs.field(factory=KubeletSettings)
     use_kubectl: bool | None = None  # for rendering; None: when installed
     port: int = 0
+    # extra API-server pipeline stages (the fault stage, computedomain.sim.faults.apiserver)
+    stages: tuple[Any, ...] = ()
 
 
 def image_for(imex_path: str | None) -> Image:
@@ -131,7 +133,10 @@ class SimCluster:
         node_configs = topology.nodes(self.config.topology, self.addresses.node_address)
         self.layout.create([n.name for n in node_configs])
         self.server = EmbeddedApiServer(
-            port=self.config.port, data_dir=self.layout.apiserver_dir, rbac=True
+            port=self.config.port,
+            data_dir=self.layout.apiserver_dir,
+            rbac=True,
+            stages=self.config.stages,
         )
         await self.server.start()
         self.server.write_kubeconfig(self.layout.kubeconfig)

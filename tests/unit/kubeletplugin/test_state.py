@@ -376,7 +376,7 @@ async def test_an_unprepare_cut_short_after_the_checkpoint_is_finished_by_the_re
     """The entry is gone but the spec and label stay (a crash right after the checkpoint
     write): the retry, which finds no entry, deletes the spec and releases the label."""
     h = fx.harness(tmp_path)
-    claim, cd_uid = await prepared_channel(h)
+    claim, _ = await prepared_channel(h)
     uid = claim["metadata"]["uid"]
     h.checkpoints.write(h.checkpoints.read().without_claim(uid))
     await h.state.unprepare(ref(claim))
