@@ -23,6 +23,7 @@ import asyncio
 import json
 import random
 import shutil
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -30,23 +31,29 @@ from typing import Any
 import pytest
 
 from computedomain.api import names
+from computedomain.kube import resources
 from computedomain.sim.faults.apiserver import ApiFaults
 from computedomain.sim.faults.disk import FullDisk
 from computedomain.sim.faults.nodes import Reboot
 from computedomain.sim.faults.processes import KillProcess
-from computedomain.sim.faults.schedule import FaultScheduler, Rate
+from computedomain.sim.faults.schedule import Fault, FaultScheduler, Rate
 from tests.faults import invariants, settings
 from tests.faults.sim import AGENTS, Processes, Workload, faulty_sim, hosts_reader, nodes_of
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.timeout(900),
+    pytest.mark.xdist_group("cluster-faults"),  # one run at a time on a 2-core machine
+]
 
+REPLAY = "tests/faults/test_cluster_faults.py"
 API_SPEC = (
     "409=0.1,429=0.03,500=0.03,503=0.03,retry-after=50ms,"
     "latency=0..20ms,latency-rate=0.2,"
     f"watch-drop=0.1,watch-expire=0.05,watch-after=200ms..3s,agents={AGENTS};"
     f"504=0.03,verbs=writes,agents={AGENTS}"
 )
-# Events per second of each scheduled fault (the long set's; the short set runs fewer).
+# Events per second of each scheduled fault (times the run's ``scale``).
 RATES = {
     "kill-controller": 0.04,
     "kill-plugin": 0.05,
@@ -57,8 +64,9 @@ RATES = {
 }
 
 
-def scheduler_for(cluster: Any, processes: Processes, seed: int, scale: float) -> FaultScheduler:
-    faults = {
+def faults_for(cluster: Any, processes: Processes) -> dict[str, Fault]:
+    """Every scheduled fault of a run, by kind."""
+    return {
         "kill-controller": KillProcess(lambda: processes.of("controller"), kind="kill-controller"),
         "kill-plugin": KillProcess(lambda: processes.of("plugin"), kind="kill-plugin"),
         "kill-daemon": KillProcess(lambda: processes.of("daemon"), kind="kill-daemon"),
@@ -66,6 +74,9 @@ def scheduler_for(cluster: Any, processes: Processes, seed: int, scale: float) -
         "reboot": Reboot(lambda: {n: k.reboot for n, k in cluster.kubelets.items()}),
         "full-disk": FullDisk(lambda: processes.of("plugin")),
     }
+
+
+def scheduler_for(faults: dict[str, Fault], seed: int, scale: float) -> FaultScheduler:
     return FaultScheduler(
         [Rate(fault, RATES[kind] * scale) for kind, fault in faults.items()],
         seed=seed,
@@ -141,13 +152,20 @@ async def fault_run(seed: int, state_dir: Path, *, racks: int, per_rack: int, st
         up = time.monotonic() - started
         processes = Processes(api)
         await processes.refresh()
-        scheduler = scheduler_for(cluster, processes, seed, scale)
+        faults_by_kind = faults_for(cluster, processes)
+        scheduler = scheduler_for(faults_by_kind, seed, scale)
         workload = Workload(api)
         refresher = asyncio.create_task(keep_fresh(processes))
         chaos = asyncio.create_task(scheduler.run())
         faults.enabled = True
         try:
             seen = await traffic(workload, rng, nodes, steps)
+            # Every kind strikes at least once, while the live domains run.
+            for kind in rng.sample(sorted(faults_by_kind), len(faults_by_kind)):
+                if scheduler.counts[kind] == 0:
+                    await processes.refresh()
+                    event = await scheduler.fire(faults_by_kind[kind])
+                    seen.append(f"{kind} {'fired' if event else 'found no target'}")
             # End with some domains deleted and some live: both kinds of invariant apply.
             if workload.live and rng.random() < 0.5:
                 await workload.delete(next(iter(workload.live)))
@@ -179,16 +197,8 @@ async def fault_run(seed: int, state_dir: Path, *, racks: int, per_rack: int, st
             if not left or loop.time() > deadline:
                 break
             await asyncio.sleep(1.0)
-        if left:  # the nodes' files and logs, for the post-mortem
-            keep = state_dir.parent / "kept"
-            await asyncio.to_thread(
-                shutil.copytree,
-                state_dir,
-                keep,
-                symlinks=True,
-                ignore=shutil.ignore_patterns("*.sock"),
-            )
-            print(f"violations: the cluster's files are kept in {keep}")
+        if left:
+            print(f"violations: the cluster is kept in {await keep(api, state_dir, seed)}")
         api_report = faults.report()
         return {
             "seed": seed,
@@ -209,6 +219,27 @@ async def fault_run(seed: int, state_dir: Path, *, racks: int, per_rack: int, st
         }
 
 
+async def keep(api: Any, state_dir: Path, seed: int) -> Path:
+    """The nodes' files and logs and the API's objects, for the post-mortem of a run with
+    violations (outside pytest's temporary directories, which other sessions rotate)."""
+    where = Path(tempfile.mkdtemp(prefix=f"cd-faults-seed{seed}-"))
+    ignore = shutil.ignore_patterns("*.sock")
+    await asyncio.to_thread(
+        shutil.copytree, state_dir, where / "state", symlinks=True, ignore=ignore
+    )
+    for resource in (
+        resources.PODS,
+        resources.RESOURCE_CLAIMS,
+        resources.COMPUTE_DOMAINS,
+        resources.COMPUTE_DOMAIN_CLIQUES,
+        resources.NODES,
+        resources.EVENTS,
+    ):
+        items, _ = await api.list_all(resource)
+        (where / f"{resource.plural}.json").write_text(json.dumps(items, indent=1))
+    return where
+
+
 def summary_line(run: dict[str, Any]) -> str:
     faults = ",".join(f"{k}={v}" for k, v in sorted(run["faults"].items()))
     return (
@@ -218,11 +249,12 @@ def summary_line(run: dict[str, Any]) -> str:
     )
 
 
-@pytest.mark.parametrize("seed", settings.seeds((1,), 4))
+@pytest.mark.parametrize("seed", settings.seeds((1,), 2))
 async def test_cluster_under_faults_settles_with_every_invariant(
     seed: int, tmp_path: Path, record_property: Any
 ) -> None:
-    print(f"fault run: seed={seed} (replay: pytest {__file__} --faults-seed {seed})")
+    long = " --faults-long" if settings.LONG else ""
+    print(f"fault run: seed={seed} (replay: pytest {REPLAY}{long} --faults-seed {seed})")
     if settings.LONG:
         run = await fault_run(
             seed, tmp_path / "sim", racks=2, per_rack=2, steps=8, scale=1.0, settle=180
