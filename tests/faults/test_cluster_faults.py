@@ -160,7 +160,10 @@ async def fault_run(seed: int, state_dir: Path, *, racks: int, per_rack: int, st
         faults.enabled = True
         try:
             seen = await traffic(workload, rng, nodes, steps)
-            # Every kind strikes at least once, while the live domains run.
+            # Every kind strikes at least once, while the live domains run (one at a time:
+            # the schedule stops first, so two reboots of a node never overlap).
+            chaos.cancel()
+            await asyncio.gather(chaos, return_exceptions=True)
             for kind in rng.sample(sorted(faults_by_kind), len(faults_by_kind)):
                 if scheduler.counts[kind] == 0:
                     await processes.refresh()
@@ -198,7 +201,9 @@ async def fault_run(seed: int, state_dir: Path, *, racks: int, per_rack: int, st
                 break
             await asyncio.sleep(1.0)
         if left:
-            print(f"violations: the cluster is kept in {await keep(api, state_dir, seed)}")
+            where = await keep(api, state_dir, seed)
+            (where / "schedule.json").write_text(json.dumps(scheduler.report(), indent=1))
+            print(f"violations: the cluster is kept in {where}")
         api_report = faults.report()
         return {
             "seed": seed,
