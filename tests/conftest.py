@@ -5,8 +5,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from computedomain.sim.apiserver import testing
+
+# Properties hold or fail regardless of how busy the machine is: no per-example deadline and
+# no "too slow" health check (CI runs on two loaded cores). Explicit @settings still win.
+settings.register_profile(
+    "computedomain", deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile("computedomain")
 
 
 @pytest.fixture(scope="module")

@@ -118,6 +118,15 @@ class Option:
         return f"{self.flag} (env {self.env})"
 
 
+def _env_counts(option: Option, value: str | None) -> bool:
+    """Whether an environment value sets ``option``, as upstream's flag library decides: a
+    string setting is set by a present variable even when empty (``METRICS_PATH=""`` turns
+    metrics off), any other type ignores an empty value."""
+    if value is None:
+        return False
+    return value != "" or option.type is string
+
+
 class FlagSet:
     """Parses options from argv and the environment; see the module docstring."""
 
@@ -156,9 +165,9 @@ class FlagSet:
         for option in self.options:
             given: str | None = getattr(raw, option.dest)
             source = f"flag {option.flag}"
-            if given is None and environ.get(option.env, "") != "":
+            if given is None and _env_counts(option, environ.get(option.env)):
                 given, source = environ[option.env], f"environment variable {option.env}"
-            if given is None:
+            if given is None or (option.required and given == ""):
                 if option.required:
                     missing.append(option.names)
                 setattr(result, option.dest, option.default)

@@ -31,7 +31,7 @@ from computedomain.sim.apiserver import testing
 CRDS = Path(__file__).resolve().parents[3] / "deployments" / "base" / "crds"
 IMAGE = "registry.example/computedomain:test"
 CLIQUE = "8ef8e7a4-5d8f-4d63-9b8f-1b7e4ac8e6f1.1"
-DEADLINE = 20.0  # only reached when a test fails; generous for loaded CI machines
+DEADLINE = 60.0  # only reached when a test fails; generous for loaded CI machines
 T = TypeVar("T")
 _ips = itertools.count(1)
 

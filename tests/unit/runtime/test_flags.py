@@ -13,6 +13,7 @@ OPTIONS = (
     f.Option("--leader-election-enabled", "LEADER_ELECTION_ENABLED", f.boolean, default=False),
     f.Option("--lease-duration", "LEADER_ELECTION_LEASE_DURATION", f.duration, default=15.0),
     f.Option("--additional-namespaces", "ADDITIONAL_NAMESPACES", f.string_list, default=()),
+    f.Option("--metrics-path", "METRICS_PATH", default="/metrics"),
 )
 
 
@@ -31,9 +32,23 @@ def test_flag_beats_env_beats_default() -> None:
     assert ns.additional_namespaces == ()  # type: ignore[attr-defined]
 
 
-def test_empty_env_counts_as_unset() -> None:
-    ns = parse(["--pod-name=x"], {"KUBE_API_BURST": ""})
+def test_empty_env_leaves_a_typed_setting_at_its_default() -> None:
+    ns = parse(["--pod-name=x"], {"KUBE_API_BURST": "", "ADDITIONAL_NAMESPACES": ""})
     assert ns.kube_api_burst == 10  # type: ignore[attr-defined]
+    assert ns.additional_namespaces == ()  # type: ignore[attr-defined]
+
+
+def test_empty_env_sets_a_string_setting_to_empty() -> None:
+    """Upstream's METRICS_PATH="" turns metrics off; an unset variable keeps the default."""
+    assert parse(["--pod-name=x"], {"METRICS_PATH": ""}).metrics_path == ""  # type: ignore[attr-defined]
+    assert parse(["--pod-name=x"], {}).metrics_path == "/metrics"  # type: ignore[attr-defined]
+
+
+def test_empty_required_string_is_missing(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        parse([], {"POD_NAME": ""})
+    assert info.value.code == 2
+    assert "POD_NAME" in capsys.readouterr().err
 
 
 def test_missing_required_names_flag_and_env(capsys: pytest.CaptureFixture[str]) -> None:
