@@ -69,11 +69,14 @@ def _cmdline(pid: int) -> list[str]:
 
 
 def _running(pid: int, tree: Mapping[int, list[int]], program: str) -> int | None:
-    """The first process in ``pid``'s tree (itself included) running ``program``."""
+    """The first process in ``pid``'s tree (itself included) running ``program`` (by name, or
+    the stand-in's module for ``nvidia-imex``: its wrapper execs ``python -m <module>``)."""
+    module = wrappers.MODULES.get(program)
     todo = [pid]
     while todo:
         current = todo.pop(0)
-        if any(Path(arg).name == program for arg in _cmdline(current)[:2]):
+        args = _cmdline(current)[:3]
+        if any(Path(arg).name == program or (module and arg == module) for arg in args):
             return current
         todo.extend(tree.get(current, []))
     return None
