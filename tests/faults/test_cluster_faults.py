@@ -270,7 +270,7 @@ async def test_cluster_under_faults_settles_with_every_invariant(
             tmp_path / "sim",
             racks=2,
             per_rack=2,
-            steps=8,
+            steps=6,
             scale=1.0,
             settle=180,
             force_all=True,
