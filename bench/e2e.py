@@ -1,11 +1,27 @@
-"""End-to-end timings of the simulated cluster (skeleton; the ComputeDomain scenarios join in
-the second phase): how long the cluster takes to come up, a pod to become Ready, and a pod and
-the cluster to go away.
+"""End-to-end timings of a ComputeDomain on the simulated cluster (issue 6).
 
-Run: ``python bench/e2e.py [--racks R] [--nodes-per-rack N] [--pods P] [--manifests]``; prints
-one JSON document. Everything runs in this process (API server, controllers, kubelets) and
-the pods are real processes (``python3 -c 'sleep'``). ``--manifests`` installs
-``deployments/overlays/sim`` first (its components' pods then run too).
+For each size ``RxN`` (R racks of N nodes) of ``--sizes`` (default ``2x4,2x18,4x18``) it brings
+up a simulated cluster with the driver installed (``deployments/overlays/sim``: the real
+controller, one real ``cd-kubelet-plugin`` process per node, real ``cd-imex-daemon`` pods),
+waits for the components, then creates a ComputeDomain (``numNodes`` = all nodes) and its job
+(a Deployment of one worker per node, spanning all racks, each holding a channel claim from the
+domain's template) and times how long until every worker is Running and the domain Ready. It
+reports
+
+- ``cluster_up_s`` / ``components_ready_s``: the cluster's start, then the controller and the
+  plugins Ready; ``domain_ready_s``, ``workers_running_s`` and ``all_s`` (the later of the two)
+  from the creation of the domain, with the moments workers were scheduled and daemons Running;
+- ``api_requests``: requests the API server served between the domain's creation and
+  readiness, by authenticated user (each component has its own ServiceAccount), with verbs,
+  user agents and the 409/429 answers (:mod:`computedomain.sim.apiserver.accounting`);
+  ``api_requests_setup`` the same from the cluster's start to the components Ready;
+- ``peak_rss_mib``: peak resident memory (``VmHWM``) of the sim process (API server, scheduler,
+  controllers, kubelets, and this benchmark's client), the controller, the plugins and the IMEX
+  daemons (max and sum; with their ``nvidia-imex`` stand-ins apart), workers excluded;
+- ``cluster_down_s``: the time to tear everything down.
+
+Each size runs in a child process of its own (``--one RxN``), so the sim process's peak memory
+is its own. Prints exactly one JSON document. Run: ``python bench/e2e.py [--sizes 2x4,2x18]``.
 """
 
 from __future__ import annotations
@@ -13,110 +29,360 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import platform
-import statistics
+import resource
+import subprocess
 import sys
 import tempfile
 import time
+from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from computedomain.kube import errors
-from computedomain.kube.resources import NAMESPACES, PODS
+import attrs
+
+from computedomain.api import names
+from computedomain.kube.client import ClientConfig, connect
+from computedomain.kube.resources import COMPUTE_DOMAINS, DEPLOYMENTS, NAMESPACES, PODS
 from computedomain.kube.rest import Api
+from computedomain.sim.apiserver.accounting import RequestAccounting
 from computedomain.sim.cluster.cluster import DEFAULT_MANIFESTS, ClusterConfig, SimCluster
 from computedomain.sim.cluster.topology import Topology
+from computedomain.sim.imex import wrappers
+
+DEFAULT_SIZES = "2x4,2x18,4x18"
+NAMESPACE = "bench"
+DOMAIN = "bench"
+POLL = 0.2  # the resolution of the milestones; each poll is 3 requests
+# Command-line markers of the component processes, in the order they are tried.
+COMPONENTS = (
+    ("controller", "cd-controller"),
+    ("plugin", "cd-kubelet-plugin"),
+    ("daemon", "cd-imex-daemon"),
+    ("imex", "computedomain.sim.imex.daemon"),  # the nvidia-imex stand-in
+)
+TICKS = os.sysconf("SC_CLK_TCK")
 
 
-def _pod(name: str) -> dict[str, Any]:
+def parse_size(text: str) -> tuple[int, int]:
+    """``"2x18"`` -> ``(2, 18)``; raises ValueError naming the size."""
+    racks, sep, per_rack = text.strip().partition("x")
+    if not sep or not racks.isdigit() or not per_rack.isdigit():
+        msg = f"size {text!r} is not RACKSxNODES (e.g. 2x18)"
+        raise ValueError(msg)
+    return int(racks), int(per_rack)
+
+
+def domain_body(nodes: int) -> dict[str, Any]:
     return {
-        "metadata": {"name": name, "namespace": "bench"},
+        "apiVersion": names.GROUP_VERSION,
+        "kind": names.COMPUTE_DOMAIN_KIND,
+        "metadata": {"name": DOMAIN, "namespace": NAMESPACE},
         "spec": {
-            "terminationGracePeriodSeconds": 5,
-            "containers": [
-                {
-                    "name": "main",
-                    "image": "python",
-                    "command": ["python3", "-c", "import time; time.sleep(600)"],
-                }
-            ],
+            "numNodes": nodes,
+            "channel": {"resourceClaimTemplate": {"name": f"{DOMAIN}-channel"}},
         },
     }
 
 
-async def _until(api: Api, name: str, *, ready: bool) -> None:
-    while True:
+def job_body(nodes: int) -> dict[str, Any]:
+    """One worker per node (hostname anti-affinity), each with a channel claim."""
+    labels = {"app": "bench-worker"}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "workers", "namespace": NAMESPACE},
+        "spec": {
+            "replicas": nodes,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "terminationGracePeriodSeconds": 1,
+                    "affinity": {
+                        "podAntiAffinity": {
+                            "requiredDuringSchedulingIgnoredDuringExecution": [
+                                {
+                                    "labelSelector": {"matchLabels": labels},
+                                    "topologyKey": "kubernetes.io/hostname",
+                                }
+                            ]
+                        }
+                    },
+                    "containers": [
+                        {
+                            "name": "main",
+                            "image": "python",
+                            "command": ["sleep", "600"],
+                            "resources": {"claims": [{"name": "imex"}]},
+                        }
+                    ],
+                    "resourceClaims": [
+                        {"name": "imex", "resourceClaimTemplateName": f"{DOMAIN}-channel"}
+                    ],
+                },
+            },
+        },
+    }
+
+
+def _phase(pod: dict[str, Any]) -> str:
+    return str((pod.get("status") or {}).get("phase") or "")
+
+
+def _ready(pod: dict[str, Any]) -> bool:
+    return any(
+        c.get("type") == "Ready" and c.get("status") == "True"
+        for c in (pod.get("status") or {}).get("conditions") or []
+    )
+
+
+async def watch_job(
+    api: Api, nodes: int, started: float, within: float, seen: dict[str, float]
+) -> None:
+    """Poll until every worker is Running and the domain Ready, recording in ``seen`` the
+    moment (seconds after ``started``) each milestone was first seen. Raises TimeoutError
+    saying what is missing (``seen`` then holds the milestones reached)."""
+    state = "nothing yet"
+    try:
+        async with asyncio.timeout(within):
+            while True:
+                now = time.perf_counter() - started
+                workers = (await api.list(PODS, NAMESPACE))["items"]
+                daemons = (await api.list(PODS, label_selector=names.COMPUTE_DOMAIN_LABEL))["items"]
+                domain = await api.get(COMPUTE_DOMAINS, DOMAIN, NAMESPACE)
+                scheduled = sum(1 for p in workers if (p.get("spec") or {}).get("nodeName"))
+                running = sum(1 for p in workers if _phase(p) == "Running")
+                daemons_running = sum(1 for p in daemons if _phase(p) == "Running")
+                daemons_ready = sum(1 for p in daemons if _ready(p))
+                ready = (domain.get("status") or {}).get("status") == "Ready"
+                marks = {
+                    "workers_scheduled_s": scheduled >= nodes,
+                    "daemons_running_s": daemons_running >= nodes,
+                    "daemons_ready_s": daemons_ready >= nodes,
+                    "workers_running_s": running >= nodes,
+                    "domain_ready_s": ready,
+                }
+                for mark, reached in marks.items():
+                    if reached:
+                        seen.setdefault(mark, round(now, 3))
+                state = (
+                    f"{scheduled}/{nodes} workers scheduled, {running} Running, "
+                    f"{daemons_running} daemons Running, domain ready: {ready}"
+                )
+                if ready and running >= nodes:
+                    seen["all_s"] = round(now, 3)
+                    return
+                await asyncio.sleep(POLL)
+    except TimeoutError:
+        msg = f"not done after {within:g}s: {state}"
+        raise TimeoutError(msg) from None
+
+
+def _children() -> dict[int, list[int]]:
+    tree: dict[int, list[int]] = defaultdict(list)
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
         try:
-            pod = await api.get(PODS, name, "bench")
-        except errors.NotFound:
-            if not ready:
-                return
-        else:
-            conditions = (pod.get("status") or {}).get("conditions") or []
-            if ready and any(c["type"] == "Ready" and c["status"] == "True" for c in conditions):
-                return
-        await asyncio.sleep(0.01)
+            with open(f"/proc/{entry.name}/stat") as stat:
+                ppid = int(stat.read().rpartition(")")[2].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        tree[ppid].append(int(entry.name))
+    return tree
 
 
-async def measure(args: argparse.Namespace) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory(prefix="cd-bench-") as state:
-        config = ClusterConfig(
-            state_dir=Path(state),
-            topology=Topology(args.racks, args.nodes_per_rack, seed=state),
-            manifests=DEFAULT_MANIFESTS if args.manifests else None,
-        )
-        cluster = SimCluster(config)
-        started = time.perf_counter()
-        await cluster.start()
-        await cluster.wait_ready(components=False)
-        up = time.perf_counter() - started
-        api = cluster.api
-        assert api is not None
-        await api.create(NAMESPACES, {"metadata": {"name": "bench"}})
-        ready: list[float] = []
-        for i in range(args.pods):
-            t0 = time.perf_counter()
-            await api.create(PODS, _pod(f"p{i}"))
-            await _until(api, f"p{i}", ready=True)
-            ready.append(time.perf_counter() - t0)
-        gone: list[float] = []
-        for i in range(args.pods):
-            t0 = time.perf_counter()
-            await api.delete(PODS, f"p{i}", "bench")
-            await _until(api, f"p{i}", ready=False)
-            gone.append(time.perf_counter() - t0)
-        t0 = time.perf_counter()
-        await cluster.stop()
-        down = time.perf_counter() - t0
+def _peak_kib(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return 0
+
+
+def _cpu_s(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS  # utime + stime
+
+
+def _kind(pid: int) -> str | None:
+    with open(f"/proc/{pid}/cmdline", "rb") as f:
+        argv = f.read().split(b"\0")
+    words = " ".join(Path(a.decode(errors="replace")).name for a in argv[:3])
+    if b"check" in argv:
+        return None  # an exec probe (cd-imex-daemon check), counted with the exited children
+    return next((k for k, marker in COMPONENTS if marker in words), None)
+
+
+@attrs.frozen
+class Sample:
+    """The component processes below this one at one moment: kind, peak RSS, CPU seconds."""
+
+    procs: dict[int, tuple[str, int, float]]  # pid -> (kind, VmHWM KiB, CPU s)
+    self_cpu_s: float  # this (the sim) process
+    children_cpu_s: float  # exited children: probes, execs, finished containers
+
+    @classmethod
+    def take(cls) -> Sample:
+        """Read /proc; processes that go away meanwhile are skipped."""
+        tree = _children()
+        procs: dict[int, tuple[str, int, float]] = {}
+        stack = list(tree[os.getpid()])
+        while stack:
+            pid = stack.pop()
+            stack.extend(tree.get(pid, ()))
+            try:
+                kind = _kind(pid)
+                if kind is not None:
+                    procs[pid] = (kind, _peak_kib(pid), _cpu_s(pid))
+            except (OSError, ValueError, IndexError):
+                continue
+        own = resource.getrusage(resource.RUSAGE_SELF)
+        kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return cls(procs, own.ru_utime + own.ru_stime, kids.ru_utime + kids.ru_stime)
+
+    def memory(self) -> dict[str, dict[str, float]]:
+        """Peak RSS (MiB) by component: ``{kind: {"count", "max", "sum"}}``, with ``sim``."""
+        peaks: dict[str, list[int]] = defaultdict(list)
+        for kind, peak, _ in self.procs.values():
+            peaks[kind].append(peak)
+        peaks["sim"] = [resource.getrusage(resource.RUSAGE_SELF).ru_maxrss]
         return {
-            "benchmark": "e2e",
-            "python": platform.python_version(),
-            "nodes": args.racks * args.nodes_per_rack,
-            "isolation": str(cluster.isolation),
-            "manifests": bool(args.manifests),
-            "cluster_up_s": round(up, 3),
-            "pod_ready_s": {
-                "median": round(statistics.median(ready), 3),
-                "max": round(max(ready), 3),
-            },
-            "pod_deleted_s": {
-                "median": round(statistics.median(gone), 3),
-                "max": round(max(gone), 3),
-            },
-            "cluster_down_s": round(down, 3),
-            "pods": args.pods,
+            kind: {
+                "count": len(values),
+                "max": round(max(values) / 1024, 1),
+                "sum": round(sum(values) / 1024, 1),
+            }
+            for kind, values in sorted(peaks.items())
         }
+
+    def cpu_since(self, before: Sample) -> dict[str, float]:
+        """CPU seconds spent since ``before``, by component, the sim process and the exited
+        children (probe commands above all)."""
+        spent: dict[str, float] = defaultdict(float)
+        for pid, (kind, _, cpu) in self.procs.items():
+            earlier = before.procs.get(pid)
+            spent[kind] += cpu - (earlier[2] if earlier is not None else 0.0)
+        spent["sim"] = self.self_cpu_s - before.self_cpu_s
+        spent["exited_children"] = self.children_cpu_s - before.children_cpu_s
+        return {kind: round(value, 2) for kind, value in sorted(spent.items())}
+
+
+async def measure(
+    racks: int, per_rack: int, within: float, keep: Path | None = None
+) -> dict[str, Any]:
+    """One size, in this process. Tears everything down, also on failure; the state directory
+    (logs) is removed unless ``keep`` names where to put it."""
+    nodes = racks * per_rack
+    accounting = RequestAccounting()
+    with tempfile.TemporaryDirectory(prefix="cd-bench-") as scratch:
+        state = str(keep) if keep is not None else scratch
+        cluster = SimCluster(
+            ClusterConfig(
+                state_dir=Path(state),
+                topology=Topology(racks, per_rack, seed=state),
+                manifests=DEFAULT_MANIFESTS,
+                imex_path=str(wrappers.ensure()),
+                api_stages=(accounting,),
+            )
+        )
+        out: dict[str, Any] = {"size": f"{racks}x{per_rack}", "nodes": nodes}
+        started = time.perf_counter()
+        try:
+            await cluster.start()
+            await cluster.wait_ready(components=False, within=within)
+            out["cluster_up_s"] = round(time.perf_counter() - started, 3)
+            await cluster.wait_ready(components=True, within=within)
+            out["components_ready_s"] = round(time.perf_counter() - started, 3)
+            out["isolation"] = str(cluster.isolation)
+            out["api_requests_setup"] = accounting.snapshot()
+            assert cluster.server is not None
+            api = await connect(
+                ClientConfig(url=cluster.url, token=cluster.server.admin_token, qps=0,
+                             user_agent="bench")
+            )  # fmt: skip
+            try:
+                await api.create(NAMESPACES, {"metadata": {"name": NAMESPACE}})
+                accounting.reset()
+                before = Sample.take()
+                out["cpu_setup_s"] = before.cpu_since(Sample({}, 0.0, 0.0))
+                t0 = time.perf_counter()
+                await api.create(COMPUTE_DOMAINS, domain_body(nodes), NAMESPACE)
+                await api.create(DEPLOYMENTS, job_body(nodes), NAMESPACE)
+                seen: dict[str, float] = {}
+                try:
+                    await watch_job(api, nodes, t0, within, seen)
+                except TimeoutError as exc:
+                    out["error"] = str(exc)  # what was reached is still worth reporting
+                out.update(seen)
+            finally:
+                await api.close()
+            out["api_requests"] = accounting.snapshot()
+            out["api_requests_total"] = accounting.total()
+            after = Sample.take()
+            out["cpu_s"] = after.cpu_since(before)
+            out["peak_rss_mib"] = after.memory()
+        finally:
+            t0 = time.perf_counter()
+            await cluster.stop()
+            out["cluster_down_s"] = round(time.perf_counter() - t0, 3)
+    return out
+
+
+def run_size(size: str, within: float, keep: Path | None) -> dict[str, Any]:
+    """Measure one size in a child process; its JSON document (or the error)."""
+    extra = ["--keep", str(keep / size)] if keep is not None else []
+    child = subprocess.run(
+        [sys.executable, __file__, "--one", size, "--within", str(within), *extra],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if child.returncode != 0 or not child.stdout.strip():
+        return {"size": size, "error": child.stderr.strip().splitlines()[-20:]}
+    result: dict[str, Any] = json.loads(child.stdout)
+    return result
+
+
+def machine() -> dict[str, Any]:
+    with open("/proc/meminfo") as meminfo:
+        mem = {line.split(":")[0]: int(line.split()[1]) for line in meminfo}
+    return {
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "load_average": [round(x, 2) for x in os.getloadavg()],
+        "mem_total_gib": round(mem["MemTotal"] / 2**20, 1),
+        "mem_available_gib": round(mem["MemAvailable"] / 2**20, 1),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--racks", type=int, default=2)
-    parser.add_argument("--nodes-per-rack", type=int, default=2)
-    parser.add_argument("--pods", type=int, default=10)
-    parser.add_argument("--manifests", action="store_true")
+    parser.add_argument("--sizes", default=DEFAULT_SIZES, help="RACKSxNODES, comma separated")
+    parser.add_argument("--within", type=float, default=300.0, help="deadline of each wait")
+    parser.add_argument("--keep", type=Path, help="keep each size's state (logs) under KEEP/RxN")
+    parser.add_argument("--one", help=argparse.SUPPRESS)  # one size, in this process
     args = parser.parse_args(argv)
-    print(json.dumps(asyncio.run(measure(args)), indent=2))
-    return 0
+    if args.one:
+        racks, per_rack = parse_size(args.one)
+        print(json.dumps(asyncio.run(measure(racks, per_rack, args.within, args.keep))))
+        return 0
+    try:
+        sizes = [parse_size(s) for s in args.sizes.split(",")]
+    except ValueError as exc:
+        parser.error(str(exc))
+    results = []
+    for racks, per_rack in sizes:
+        before = machine()
+        result = run_size(f"{racks}x{per_rack}", args.within, args.keep)
+        result["machine_before"] = before
+        results.append(result)
+    document = {"benchmark": "e2e", "sizes": results}
+    print(json.dumps(document, indent=2))
+    return 1 if any("error" in r for r in results) else 0
 
 
 if __name__ == "__main__":

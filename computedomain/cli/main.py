@@ -15,9 +15,11 @@ from collections.abc import Callable
 import computedomain
 
 COMMAND_MODULES = (
+    "computedomain.cli.demo.command",
     "computedomain.cli.sim_apiserver",
     "computedomain.cli.sim_cluster",
     "computedomain.cli.sim_imex",
+    "computedomain.cli.sim_hollow",
     "computedomain.cli.doctor.command",
 )
 

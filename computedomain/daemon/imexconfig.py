@@ -17,7 +17,6 @@ from pathlib import Path
 
 from computedomain.api import names
 from computedomain.api.errors import ConfigError
-from computedomain.daemon.files import atomic_write
 
 NODES_FIELD = "IMEXDaemonNodesConfigPath"
 BIND_IP_FIELD = "IMEXCmdBindInterfaceIP"
@@ -77,5 +76,9 @@ def write_config(imexd_dir: Path, *, pod_ip: str) -> Path:
         cmd_bind_ip=pod_ip,
     )
     config_path = imexd_dir / names.IMEXD_CONFIG
+    # Imported here: ``parse`` is on the readiness probe's path (the nvidia-imex-ctl stand-in,
+    # a process per probe), which must not pay for the file helpers' asyncio.
+    from computedomain.daemon.files import atomic_write  # noqa: PLC0415
+
     atomic_write(config_path, text.encode())
     return config_path

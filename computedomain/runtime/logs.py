@@ -118,7 +118,8 @@ def setup(verbosity: int, component: str, *, stream: IO[str] | None = None) -> N
     handler._cd_installed = True  # type: ignore[attr-defined]
     root.addHandler(handler)
     root.setLevel(level_for(verbosity))
-    # aiohttp's access log and the kubernetes client are noisy below WARNING unless asked.
+    # aiohttp's access log, the kubernetes client and grpc (a DEBUG line per call: "Loaded
+    # running loop") are noisy below WARNING unless asked.
     quiet = logging.WARNING if verbosity < 6 else TRACE
-    for name in ("aiohttp.access", "kubernetes", "urllib3"):
+    for name in ("aiohttp.access", "kubernetes", "urllib3", "grpc"):
         logging.getLogger(name).setLevel(quiet)

@@ -37,6 +37,8 @@ def pytest_configure(config: pytest.Config) -> None:
         long=bool(config.getoption("faults_long", default=False)),
         seed=config.getoption("faults_seed", default=None),
     )
+    if settings.LONG:
+        settings.session_seed()  # before xdist starts its workers, which inherit it
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -147,7 +147,7 @@ async def faulty_sim(
             topology=Topology(racks=racks, nodes_per_rack=nodes_per_rack),
             manifests=OVERLAY,
             imex_path=str(wrappers.ensure()),
-            stages=(faults,),
+            api_stages=(faults,),
         )
     )
     try:

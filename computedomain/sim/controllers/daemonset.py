@@ -66,12 +66,16 @@ class DaemonSetPlan:
     status: dict[str, Any]
 
 
-def should_run(ds: Obj, node: Obj) -> tuple[bool, bool]:
+def should_run(ds: Obj, node: Obj, *, probe: Obj | None = None) -> tuple[bool, bool]:
     """``(should_schedule, should_continue_running)`` for ``ds`` on ``node``. Pure.
 
     A pod may keep running where only NoSchedule taints (or unschedulable) would stop a new one.
+    ``probe`` is ``ds``'s pod without a node (:func:`pod_for_node`), made here when not given:
+    :func:`plan` makes it once for all nodes (a deep copy of the template per node cost the
+    simulated cluster 6 % of its CPU at 36 nodes).
     """
-    probe = pod_for_node(ds, node_name=None, name="probe")
+    if probe is None:
+        probe = pod_for_node(ds, node_name=None, name="probe")
     reason = placement.fit_reason(probe, node)
     if reason is None:
         return True, True
@@ -108,9 +112,10 @@ def plan(
     creates: list[CreatePod] = []
     deletes: list[DeletePod] = []
     desired = current = misscheduled = ready = 0
+    probe = pod_for_node(ds, node_name=None, name="probe")
     for node in sorted(nodes, key=lambda n: str(n["metadata"]["name"])):
         node_name = str(node["metadata"]["name"])
-        schedule, keep = should_run(ds, node)
+        schedule, keep = should_run(ds, node, probe=probe)
         node_pods = by_node.pop(node_name, [])
         live = [p for p in node_pods if not (p.get("metadata") or {}).get("deletionTimestamp")]
         if schedule:

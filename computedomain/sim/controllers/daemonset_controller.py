@@ -2,7 +2,8 @@
 applies it (create and delete pods, write the status).
 
 Started by :mod:`computedomain.sim.cluster`. Event-driven: a DaemonSet is synced when it
-changes, when any node changes (labels, taints, readiness), and when one of its pods changes.
+changes, when any node changes (labels, taints, readiness: not its heartbeats), and when one
+of its pods changes.
 Pods are created with the controller's name suffixes; :mod:`.expectations` keeps a second sync
 from creating a pod the watch has not reported yet. Deletes carry the pod's UID as
 precondition, so a replacement pod of the same name is never deleted by mistake.
@@ -21,6 +22,7 @@ from computedomain.kube.rest import Api
 from computedomain.kube.store import index_by_owner_uid, object_key
 from computedomain.kube.workqueue import RateLimitingQueue
 from computedomain.runtime.clock import REAL_CLOCK, Clock
+from computedomain.sim.scheduler import placement
 
 from . import daemonset, names
 from .expectations import Expectations
@@ -67,7 +69,7 @@ class DaemonSetController:
         self.pods.add_handler(EnqueueHandler(self.queue, key=owner_key("DaemonSet")))
         everything = FuncHandler(
             add=lambda _o: self._all(),
-            update=lambda _o, _n: self._all(),
+            update=lambda o, n: self._all() if placement.fit_view_changed(o, n) else None,
             delete=lambda _o: self._all(),
         )
         self.nodes.add_handler(everything)

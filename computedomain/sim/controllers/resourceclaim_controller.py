@@ -132,9 +132,15 @@ class ResourceClaimController:
         claim = self.claims.store.get(key)
         if claim is None:
             return
-        live = {str(p["metadata"]["uid"]): p for p in self.pods.store.list()}
         namespace = str(claim["metadata"].get("namespace", ""))
-        for ref in (claim.get("status") or {}).get("reservedFor") or []:
+        reserved = (claim.get("status") or {}).get("reservedFor") or []
+        # Only the reserving pods matter: look them up by UID (not a map of every pod, which
+        # at thousands of pods was most of the cost of each claim event).
+        live: dict[str, Obj] = {}
+        for ref in reserved:
+            for pod in self.pods.store.by_index("uid", str(ref.get("uid", ""))):
+                live[str(pod["metadata"]["uid"])] = pod
+        for ref in reserved:
             if ref.get("resource") == "pods" and str(ref.get("uid")) not in live:
                 # Maybe a pod our informer has not seen yet: ask the API server before
                 # taking the claim away from it (as the real controller does).

@@ -16,7 +16,6 @@ Exit codes: 126 when the tree cannot be built, 127 when the program is not found
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import json
 import os
 import sys
@@ -31,7 +30,9 @@ MNT_DETACH = 2
 EXIT_SETUP = 126
 EXIT_NOT_FOUND = 127
 
-_libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+# The interpreter's own symbols include libc's (glibc and musl alike): no library search, which
+# would run ``ldconfig -p`` in every container start.
+_libc = ctypes.CDLL(None, use_errno=True)
 
 
 class _Tree:

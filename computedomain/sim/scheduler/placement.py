@@ -22,6 +22,7 @@ __all__ = [
     "REASON_AFFINITY",
     "REASON_UNSCHEDULABLE",
     "fit_reason",
+    "fit_view_changed",
     "node_selector_matches",
     "node_selector_term_matches",
     "taint_reason",
@@ -57,6 +58,18 @@ def fit_reason(pod: Obj, node: Obj) -> str | None:
     if required is not None and not node_selector_matches(required, node):
         return REASON_AFFINITY
     return None
+
+
+def fit_view_changed(old: Obj, new: Obj) -> bool:
+    """Whether a node update can change where pods fit: its name, labels, spec (taints,
+    unschedulable) or readiness. Heartbeats (a new ``lastHeartbeatTime`` every 10 s per node)
+    cannot, so controllers skip them as kube-scheduler and the DaemonSet controller do. Pure."""
+    return (
+        (old.get("metadata") or {}).get("name") != (new.get("metadata") or {}).get("name")
+        or _labels(old) != _labels(new)
+        or (old.get("spec") or {}) != (new.get("spec") or {})
+        or _is_ready(old) != _is_ready(new)
+    )
 
 
 def unschedulable_message(total_nodes: int, reasons: Iterable[str]) -> str:
@@ -168,3 +181,27 @@ def _requirement(expression: Obj, values: Mapping[str, str]) -> bool:
             return False
         return left > right if operator == "Gt" else left < right
     return False
+
+
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+
+
+def pinned_node(pod: Obj) -> str | None:
+    """The one node ``pod`` can only run on by name, if it says so: a required node affinity
+    of a single term whose ``matchFields`` name one ``metadata.name`` (how DaemonSet pods are
+    bound), else a ``kubernetes.io/hostname`` nodeSelector (the kubelet sets that label to the
+    node's name). None otherwise. Pure. A hint for narrowing the search: the caller still runs
+    every filter on that node."""
+    spec = pod.get("spec") or {}
+    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
+    terms = required.get("nodeSelectorTerms") or []
+    if len(terms) == 1:
+        for field in terms[0].get("matchFields") or []:
+            values = field.get("values") or []
+            key, operator = field.get("key"), field.get("operator")
+            if key == "metadata.name" and operator == "In" and len(values) == 1:
+                return str(values[0])
+    hostname = (spec.get("nodeSelector") or {}).get(HOSTNAME_LABEL)
+    return str(hostname) if hostname else None

@@ -2,7 +2,8 @@
 
 Started by :mod:`computedomain.sim.cluster`. Informers on nodes, pods, ResourceClaims,
 ResourceSlices and DeviceClasses feed one work queue of pending pod keys (event-driven: a pod is
-reconsidered when it, a node, a claim, a slice or a class changes). For each pod, :func:`decide`
+reconsidered when it, a claim, a slice or a class changes, or a node in a way that can change
+where pods fit: not its heartbeats). For each pod, :func:`decide`
 (pure) runs the filters of :mod:`.placement` and the allocator of :mod:`.allocation` on every
 node and picks the node with the fewest pods. The effects follow: claim allocations and
 ``reservedFor`` are written (status, with the delete-protection finalizer first), then the pod
@@ -133,7 +134,12 @@ class Scheduler:
             api, PODS, name="scheduler-pods", indexers={"node": index_by_node_name}
         )
         self.claims = Informer(api, RESOURCE_CLAIMS, name="scheduler-claims")
-        self.slices = Informer(api, RESOURCE_SLICES, name="scheduler-slices")
+        self.slices = Informer(
+            api,
+            RESOURCE_SLICES,
+            name="scheduler-slices",
+            indexers={"node": lambda s: [str((s.get("spec") or {}).get("nodeName") or "")]},
+        )
         self.classes = Informer(api, DEVICE_CLASSES, name="scheduler-classes")
         self.claim_cache = MutationCache(self.claims.store, clock=self.clock)
         self._assumed: dict[str, str] = {}  # pod key -> node, bound but not yet seen bound
@@ -142,7 +148,7 @@ class Scheduler:
             FuncHandler(add=self._pod_changed, update=lambda _o, n: self._pod_changed(n))
         )
         self.claims.add_handler(self.claim_cache)
-        for informer in (self.nodes, self.claims, self.slices, self.classes):
+        for informer in (self.claims, self.slices, self.classes):
             informer.add_handler(
                 FuncHandler(
                     add=lambda _o: self._requeue_pending(),
@@ -150,6 +156,15 @@ class Scheduler:
                     delete=lambda _o: self._requeue_pending(),
                 )
             )
+        self.nodes.add_handler(
+            FuncHandler(
+                add=lambda _o: self._requeue_pending(),
+                update=lambda o, n: (
+                    self._requeue_pending() if placement.fit_view_changed(o, n) else None
+                ),
+                delete=lambda _o: self._requeue_pending(),
+            )
+        )
 
     @property
     def informers(self) -> tuple[Informer, ...]:
@@ -201,16 +216,33 @@ class Scheduler:
             await self._unschedulable(pod, f"resourceclaim {names} not found")
             return
         others = [c for c in self.claim_cache.list() if object_key(c) not in claims]
-        counts = self._pods_per_node()
-        decision = decide(
-            pod,
-            sorted(self.nodes.store.list(), key=lambda n: str(n["metadata"]["name"])),
-            claims=claims,
-            other_claims=others,
-            slices=self.slices.store.list(),
-            classes={str(c["metadata"]["name"]): c for c in self.classes.store.list()},
-            pods_per_node=counts,
-        )
+        classes = {str(c["metadata"]["name"]): c for c in self.classes.store.list()}
+        decision = None
+        pinned = placement.pinned_node(pod)
+        node = self.nodes.store.get(pinned) if pinned else None
+        if node is not None:
+            counts = self._pods_per_node([pinned or ""])
+            # kube-scheduler's NodeAffinity pre-filter: a pod bound to one node by name is
+            # only evaluated there (with that node's slices and the cluster-wide ones).
+            slices = [
+                *self.slices.store.by_index("node", pinned or ""),
+                *self.slices.store.by_index("node", ""),
+            ]
+            decision = decide(
+                pod, [node], claims=claims, other_claims=others, slices=slices,
+                classes=classes, pods_per_node=counts,
+            )  # fmt: skip
+        if decision is None or decision.node is None:  # the message names every node
+            counts = self._pods_per_node()
+            decision = decide(
+                pod,
+                sorted(self.nodes.store.list(), key=lambda n: str(n["metadata"]["name"])),
+                claims=claims,
+                other_claims=others,
+                slices=self.slices.store.list(),
+                classes=classes,
+                pods_per_node=counts,
+            )
         if decision.node is None:
             await self._unschedulable(pod, decision.message)
             return
@@ -237,13 +269,16 @@ class Scheduler:
             f"Successfully assigned {namespace}/{pod['metadata']['name']} to {decision.node}",
         )
 
-    def _pods_per_node(self) -> dict[str, int]:
-        """Pods on each node, counting pods we bound that the informer has not shown bound yet
-        (kube-scheduler's "assumed" pods), so that back-to-back pods spread."""
+    def _pods_per_node(self, only: Sequence[str] | None = None) -> dict[str, int]:
+        """Pods on each node (of ``only``, else all), counting pods we bound that the informer
+        has not shown bound yet (kube-scheduler's "assumed" pods), so that back-to-back pods
+        spread."""
         counts = {}
-        for node in self.nodes.store.list():
-            name = str(node["metadata"]["name"])
-            counts[name] = len(self.pods.store.by_index("node", name))
+        names = (
+            only if only is not None else [n["metadata"]["name"] for n in self.nodes.store.list()]
+        )
+        for name in names:
+            counts[str(name)] = len(self.pods.store.by_index("node", str(name)))
         for key, node_name in list(self._assumed.items()):
             current = self.pods.store.get(key)
             if current is None or (current.get("spec") or {}).get("nodeName"):

@@ -56,6 +56,18 @@ def test_verbosity_maps_to_levels(stream: io.StringIO) -> None:
         logs.setup(11, "x")
 
 
+def test_third_party_debug_lines_are_quiet_below_verbosity_6(stream: io.StringIO) -> None:
+    logging.getLogger("grpc._cython.cygrpc").debug("Loaded running loop")
+    logging.getLogger("kubernetes.aio.client.rest").debug("response body")
+    logging.getLogger("computedomain.x").debug("ours")
+    logging.getLogger("grpc._server").warning("a real problem")
+    lines = stream.getvalue().splitlines()
+    assert [line.split("msg=")[1] for line in lines] == ["ours", '"a real problem"']
+    logs.setup(6, "cd-test", stream=stream)
+    logging.getLogger("grpc._cython.cygrpc").debug("Loaded running loop")
+    assert "Loaded running loop" in stream.getvalue()
+
+
 def test_format_value() -> None:
     assert logs.format_value("plain") == "plain"
     assert logs.format_value("") == '""'

@@ -232,3 +232,37 @@ def test_message_for_the_brief_example() -> None:
 
 def test_message_without_nodes() -> None:
     assert placement.unschedulable_message(0, []) == "no nodes available to schedule pods"
+
+
+def _beat(n: dict[str, Any], at: str) -> dict[str, Any]:
+    """``n`` as the node's heartbeat at ``at`` writes it."""
+    conditions = [
+        {**c, "lastHeartbeatTime": at} for c in (n.get("status") or {}).get("conditions") or []
+    ]
+    return {
+        **n,
+        "metadata": {**n["metadata"], "resourceVersion": at},
+        "status": {**n["status"], "conditions": conditions},
+    }
+
+
+def test_a_heartbeat_does_not_change_where_pods_fit() -> None:
+    before = _beat(node("n0", labels={"a": "1"}), "t1")
+    assert not placement.fit_view_changed(before, _beat(before, "t2"))
+
+
+@pytest.mark.parametrize(
+    "after",
+    [
+        node("n0", labels={"a": "2"}),
+        node("n0", labels={"a": "1"}, unschedulable=True),
+        node("n0", labels={"a": "1"}, taints=[{"key": "k", "effect": "NoSchedule"}]),
+        node("n0", labels={"a": "1"}, ready=False),
+        node("n1", labels={"a": "1"}),
+    ],
+    ids=["labels", "unschedulable", "taints", "readiness", "name"],
+)
+def test_what_placement_reads_counts_as_a_change(after: dict[str, Any]) -> None:
+    before = node("n0", labels={"a": "1"})
+    assert placement.fit_view_changed(before, after)
+    assert placement.fit_view_changed(_beat(before, "t1"), _beat(after, "t2"))

@@ -1,0 +1,59 @@
+"""``bench/e2e.py`` on the smallest cluster, so that the benchmark cannot rot: it must bring a
+ComputeDomain and its workers up, count each component's API requests, find each component's
+processes, print one JSON document and leave no process behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
+
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "e2e.py"
+PLUGIN_USER = "system:serviceaccount:computedomain-system:computedomain-kubelet-plugin"
+
+
+def _descendants() -> set[int]:
+    """Processes whose parent is this test process (the benchmark must leave none)."""
+    mine = str(os.getpid())
+    found = set()
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                with open(f"/proc/{entry.name}/stat") as stat:
+                    if stat.read().rpartition(")")[2].split()[1] == mine:
+                        found.add(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def test_the_benchmark_measures_a_domain_on_one_rack_of_two_nodes() -> None:
+    result = subprocess.run(
+        [sys.executable, str(BENCH), "--sizes", "1x2", "--within", "150"],
+        capture_output=True, text=True, timeout=220, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    document = json.loads(result.stdout)
+    assert document["benchmark"] == "e2e"
+    (size,) = document["sizes"]
+    assert size["size"] == "1x2"
+    assert size["nodes"] == 2
+    assert 0 < size["workers_scheduled_s"] <= size["workers_running_s"] <= size["all_s"]
+    assert size["domain_ready_s"] <= size["all_s"]
+    users = size["api_requests"]
+    assert users[PLUGIN_USER]["verbs"].get("create", 0) >= 1  # the kubelet plugins worked
+    assert "bench" in users["admin"]["agents"]
+    assert size["api_requests_total"] == sum(u["total"] for u in users.values())
+    memory = size["peak_rss_mib"]
+    assert memory["controller"]["count"] == 1
+    assert memory["plugin"]["count"] == 2
+    assert memory["daemon"]["count"] == 2
+    assert 0 < memory["plugin"]["max"] <= memory["plugin"]["sum"]
+    assert size["cpu_s"]["daemon"] > 0
+    assert _descendants() == set()
