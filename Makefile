@@ -64,8 +64,11 @@ docs: venv
 bench: venv
 	@for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
+# The long fault set: every suite of tests/faults with more seeds, steps and examples; the runs
+# over the simulated cluster go one after another on one worker (their xdist group). Ends with
+# one line per cluster run (seed, faults by kind, violations).
 faults: venv
-	$(VENV)/bin/pytest tests/faults --faults-long $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -n 2 --dist loadgroup tests/faults --faults-long $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) .sim .pytest_cache .mypy_cache .ruff_cache

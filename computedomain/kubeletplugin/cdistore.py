@@ -15,12 +15,21 @@ from pathlib import Path
 from typing import Any, Final
 
 from computedomain.api import names, validation
+from computedomain.api.errors import ConfigError
 from computedomain.kubeletplugin import cdi
 from computedomain.runtime import files
 
 _CLAIM_FILE: Final = re.compile(
     re.escape(f"{names.CDI_VENDOR}-{names.CDI_CLASS_CLAIM}_") + r"(?P<uid>.+)\.yaml"
 )
+
+
+def _safe(uid: str) -> bool:
+    try:
+        validation.safe_path_component("claim UID", uid)
+    except ConfigError:
+        return False
+    return True
 
 
 class CdiStore:
@@ -52,12 +61,23 @@ class CdiStore:
         return files.remove_if_present(self.claim_path(claim_uid))
 
     def claim_uids(self) -> set[str]:
-        """UIDs of every claim spec file in the root (for orphan cleanup)."""
+        """UIDs of every claim spec file in the root (for orphan cleanup).
+
+        Only names :meth:`remove_claim` can act on count: a file or a symlink (never a
+        directory) whose UID is a safe path component. Anything else named like ours is left
+        alone, so one odd entry cannot stop the cleanup of every orphan after it.
+        """
         try:
             entries = list(self.root.iterdir())
         except FileNotFoundError:
             return set()
-        return {m["uid"] for p in entries if (m := _CLAIM_FILE.fullmatch(p.name)) is not None}
+        return {
+            m["uid"]
+            for p in entries
+            if (m := _CLAIM_FILE.fullmatch(p.name)) is not None
+            and _safe(m["uid"])
+            and (p.is_symlink() or not p.is_dir())
+        }
 
     def write_base(self, spec: Mapping[str, Any]) -> Path:
         """Validate and write the base spec."""

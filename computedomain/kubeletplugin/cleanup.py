@@ -111,10 +111,18 @@ class Cleanup:
         async with self.lock.held():
             checkpoint = await asyncio.to_thread(self.checkpoints.read)
             uids = orphaned_specs(checkpoint, await asyncio.to_thread(self.cdi.claim_uids))
-            for uid in uids:
-                await asyncio.to_thread(self.cdi.remove_claim, uid)
+            removed = []
+            for uid in uids:  # one that cannot be removed does not stop the others
+                try:
+                    await asyncio.to_thread(self.cdi.remove_claim, uid)
+                except OSError as exc:
+                    log.warning(
+                        "cleanup: cannot remove an orphaned CDI spec", uid=uid, error=str(exc)
+                    )
+                    continue
                 log.info("cleanup: removed an orphaned CDI spec", uid=uid)
-        return uids
+                removed.append(uid)
+        return removed
 
     async def domain_dirs(self) -> list[str]:
         """Remove directories of domains that no longer exist; returns their names."""

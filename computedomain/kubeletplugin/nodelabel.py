@@ -3,17 +3,22 @@
 A channel claim's prepare labels its Node with its domain's UID: the domain's daemon DaemonSet
 selects nodes by this label, so this is what brings the IMEX daemon to the node. A node belongs
 to one domain at a time: while another domain's UID is there, the prepare waits (and says so).
-Unprepare removes the label only when it is still the claim's domain.
+Unprepare removes the label only when it is still the claim's domain (or, for a claim the
+checkpoint no longer knows, when no claim of the checkpoint holds the labelled domain).
 
-Every change is a compare-and-swap: read the Node (the informer's copy, or our own last write
-when the informer has not caught up — :class:`~computedomain.kube.mutationcache.MutationCache`),
-change a copy, PUT it with its resourceVersion; on a conflict re-read from the API and try again.
+Every change is a compare-and-swap: read the Node, change a copy, PUT it with its
+resourceVersion; on a conflict re-read from the API and try again. Adding reads the informer's
+copy (or our own last write when the informer has not caught up —
+:class:`~computedomain.kube.mutationcache.MutationCache`): a stale copy is caught by the CAS.
+Removing reads the Node from the API, as upstream does: a copy that misses a label write which
+landed although its answer was lost (a 504, a cut connection) would make the removal a no-op
+that no CAS catches, and the node would stay bound to the domain.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any, Final
 
 from computedomain.api import names
@@ -57,32 +62,21 @@ class NodeLabeler:
         self.cache.mutation(node)
         return node
 
-    async def _change(self, domain_uid: str, *, add: bool) -> None:
-        live = False
+    async def _change(self, wanted: Callable[[str | None], str | None], *, live: bool) -> None:
+        """Compare-and-swap the label to ``wanted(current)`` (None: no label); no write when
+        it is already that. Raises Waiting (from ``wanted``) or TemporaryError."""
         for _ in range(ATTEMPTS):
             node = await self._read(live)
             current = _labels(node).get(LABEL)
-            if add and current == domain_uid:
-                return
-            if add and current:
-                other = self.domain_name(current)
-                owner = f"{other} ({current})" if other else f"{current} (no longer exists)"
-                raise Waiting(
-                    "label already exists for a different ComputeDomain",
-                    reason=(
-                        f"Node {self.node_name} belongs to ComputeDomain {owner}; "
-                        "waiting for it to be released"
-                    ),
-                    wake_on=(NODE_KEY,),
-                )
-            if not add and current != domain_uid:
+            target = wanted(current)
+            if target == current:
                 return
             body = copy.deepcopy(node)
             labels = body.setdefault("metadata", {}).setdefault("labels", {})
-            if add:
-                labels[LABEL] = domain_uid
-            else:
+            if target is None:
                 labels.pop(LABEL, None)
+            else:
+                labels[LABEL] = target
             try:
                 self.cache.mutation(await self.api.update(resources.NODES, body))
                 return
@@ -93,7 +87,24 @@ class NodeLabeler:
         raise TemporaryError(f"updating Node {self.node_name}: conflicts on every attempt")
 
     async def ensure(self, domain_uid: str) -> None:
-        await self._change(domain_uid, add=True)
+        def wanted(current: str | None) -> str:
+            if current and current != domain_uid:
+                other = self.domain_name(current)
+                owner = f"{other} ({current})" if other else f"{current} (no longer exists)"
+                raise Waiting(
+                    "label already exists for a different ComputeDomain",
+                    reason=(
+                        f"Node {self.node_name} belongs to ComputeDomain {owner}; "
+                        "waiting for it to be released"
+                    ),
+                    wake_on=(NODE_KEY,),
+                )
+            return domain_uid
+
+        await self._change(wanted, live=False)
 
     async def release(self, domain_uid: str) -> None:
-        await self._change(domain_uid, add=False)
+        await self._change(lambda c: None if c == domain_uid else c, live=True)
+
+    async def release_unheld(self, held: Collection[str]) -> None:
+        await self._change(lambda c: None if c is not None and c not in held else c, live=True)

@@ -8,7 +8,7 @@ objects, integration tests the real ones against the embedded API server.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any, Protocol
 
 from computedomain.api.errors import TemporaryError
@@ -55,4 +55,9 @@ class NodeLabeler(Protocol):
 
     async def release(self, domain_uid: str) -> None:
         """Remove the label if, and only if, it is ``domain_uid``. Idempotent."""
+        ...
+
+    async def release_unheld(self, held: Collection[str]) -> None:
+        """Remove the label if its domain is not in ``held`` (the domains this node's claims
+        still hold). Idempotent."""
         ...

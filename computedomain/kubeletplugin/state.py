@@ -18,9 +18,9 @@ TemporaryError and reports PermanentError at once. One prepare attempt:
    (:class:`~computedomain.kubeletplugin.ports.Waiting` until then), device nodes;
 6. write the claim's CDI spec, then record ``PrepareCompleted`` and return the devices.
 
-Unprepare reads only the checkpoint: it releases the label of channel devices (only if it is
-the claim's domain), deletes the CDI spec and drops the entry, leaving a tombstone when a
-prepare of the claim may still be running. Blocking file work runs in threads.
+Unprepare reads only the checkpoint: it drops the entry (leaving a tombstone when a prepare of
+the claim may still be running), then releases the label of channel devices (only if it is the
+claim's domain) and deletes the CDI spec. Blocking file work runs in threads.
 """
 
 from __future__ import annotations
@@ -102,6 +102,17 @@ def cdi_ids(uid: str, device: PreparedDevice, edits: cdi.ContainerEdits) -> tupl
 def strategy_mode(config: configs.ChannelConfig) -> str:
     """Upstream's reading of allocationMode: "All" means every channel, anything else one."""
     return "All" if config.wants_all_channels else "Single"
+
+
+def held_domains(checkpoint: Checkpoint) -> frozenset[str]:
+    """Domains whose label this node's claims hold: those of channel devices of every entry,
+    completed or not (a started prepare may have labelled the node already). Pure."""
+    return frozenset(
+        d.domain_id
+        for entry in checkpoint.claims.values()
+        for d in entry.devices
+        if d.type is DeviceType.CHANNEL
+    )
 
 
 class DeviceState:
@@ -348,24 +359,34 @@ class DeviceState:
         completed (a request was interrupted or is waiting), or the caller knows a prepare
         request for it is in flight. A completed claim with no request in flight needs none
         (a new request starts after the unprepare and may prepare it again).
+
+        The entry goes first, then what it held (the label, the CDI spec): upstream deletes the
+        spec first, so a full disk or a crash before the checkpoint write left a completed entry
+        whose spec was gone, and the next prepare returned CDI IDs of a missing spec. Here an
+        attempt cut short leaves no entry, and the retry finishes the work: a claim with no
+        entry still has its spec deleted, and the label released when no claim of the
+        checkpoint holds its domain (which also frees a node whose checkpoint a reboot reset).
         """
         validation.safe_path_component("uid", ref.uid)
         checkpoint = await self._read()
         entry = checkpoint.claims.get(ref.uid)
         tombstone = prepare_in_flight or (entry is not None and not entry.completed)
-        if entry is None and (not tombstone or ref.uid in checkpoint.tombstones):
-            return
-        for device in entry.devices if entry is not None else ():
-            if device.type is DeviceType.CHANNEL:
-                await self._labeler.release(device.domain_id)
+        if entry is not None or (tombstone and ref.uid not in checkpoint.tombstones):
+            if tombstone:
+                checkpoint = checkpoint.unprepared(ref.uid, self._now())
+            else:
+                checkpoint = checkpoint.without_claim(ref.uid)
+            await self._write(checkpoint)
+        if entry is None:
+            await self._labeler.release_unheld(held_domains(checkpoint))
+        else:
+            for device in entry.devices:
+                if device.type is DeviceType.CHANNEL:
+                    await self._labeler.release(device.domain_id)
         try:
             await asyncio.to_thread(self._cdi.remove_claim, ref.uid)
         except OSError as exc:
             raise TemporaryError(f"deleting the CDI spec: {exc}") from exc
-        if tombstone:
-            await self._write(checkpoint.unprepared(ref.uid, self._now()))
-        else:
-            await self._write(checkpoint.without_claim(ref.uid))
 
     async def forget(self, uid: str) -> None:
         """Unprepare a stale claim found by cleanup (its namespace and name from the entry)."""

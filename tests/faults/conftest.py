@@ -8,6 +8,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -36,6 +37,8 @@ def pytest_configure(config: pytest.Config) -> None:
         long=bool(config.getoption("faults_long", default=False)),
         seed=config.getoption("faults_seed", default=None),
     )
+    if settings.LONG:
+        settings.session_seed()  # before xdist starts its workers, which inherit it
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -47,6 +50,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """One line per fault run over the simulated cluster (``record_property("fault_run")``
+    of :mod:`tests.faults.test_cluster_faults`), workers' runs included."""
+    lines = [
+        str(value)
+        for reports in terminalreporter.stats.values()
+        for report in reports
+        if getattr(report, "when", "") == "call"
+        for name, value in getattr(report, "user_properties", [])
+        if name == "fault_run"
+    ]
+    if lines:
+        terminalreporter.write_sep("=", f"fault runs: {len(lines)}")
+        for line in lines:
+            terminalreporter.write_line(line)
 
 
 @pytest.fixture

@@ -12,8 +12,10 @@ replaces the seeds of every randomized run, to replay a failure.
 from __future__ import annotations
 
 import os
+import random
 import secrets
 
+SESSION_SEED = "CD_FAULTS_SESSION_SEED"
 LONG = False
 SEED: int | None = int(os.environ["CD_FAULTS_SEED"]) if os.environ.get("CD_FAULTS_SEED") else None
 
@@ -32,7 +34,17 @@ def seeds(short: tuple[int, ...], long_count: int) -> list[int]:
         return [SEED]
     if not LONG:
         return list(short)
-    return [*short, *(secrets.randbelow(2**31) for _ in range(long_count))]
+    rng = random.Random(session_seed())  # the same seeds in every xdist worker
+    return [*short, *(rng.randrange(2**31) for _ in range(long_count))]
+
+
+def session_seed() -> int:
+    """The random seed of this session's long set: drawn once by the first process to ask
+    (the controller, from ``pytest_configure``) and passed to xdist workers in the
+    environment, so every worker collects the same parametrized tests."""
+    if not os.environ.get(SESSION_SEED):
+        os.environ[SESSION_SEED] = str(secrets.randbelow(2**31))
+    return int(os.environ[SESSION_SEED])
 
 
 def examples(short: int, long: int) -> int:

@@ -1,12 +1,11 @@
 """Deterministic fault scenarios around the node label that the random runs found: a label
 write that lands although the client was told it failed (504), while the plugin's Node cache
-cannot catch up (its list and watch fail)."""
+cannot catch up (its list and watch fail). Unprepare reads the Node from the API before it
+decides there is no label to remove, so the label is released all the same."""
 
 from __future__ import annotations
 
 from pathlib import Path
-
-import pytest
 
 from computedomain.sim.faults.apiserver import ApiFaults
 from tests.faults import harness
@@ -19,16 +18,6 @@ STALE_NODE_CACHE = (
 )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "NodeLabeler.release decides from the Node cache alone "
-        "(computedomain/kubeletplugin/nodelabel.py:78-79, '_change' returns when the cached "
-        "label is not the domain's): after a label write that landed but was answered with an "
-        "error (504) the cache does not show the label, so unprepare drops the claim and leaves "
-        "the label; the node stays bound to the domain and other domains wait on it for good"
-    ),
-)
 async def test_unprepare_releases_a_label_whose_write_was_answered_with_an_error(
     tmp_path: Path, short_dir: Path
 ) -> None:

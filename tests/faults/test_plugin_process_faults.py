@@ -76,16 +76,6 @@ async def test_full_disk_fails_the_claim_cleanly_and_the_plugin_serves_on(
             assert await plugin.stop() == 0, plugin.tail()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "unprepare deletes the CDI spec before it drops the checkpoint entry "
-        "(computedomain/kubeletplugin/state.py:362 then :366/:368): when the checkpoint write "
-        "fails (full disk) or the process dies in between (SIGKILL) the entry stays "
-        "PrepareCompleted without its spec, and a later prepare of the claim returns CDI "
-        "device IDs whose spec is gone"
-    ),
-)
 async def test_a_failed_unprepare_never_leaves_a_prepared_claim_without_its_cdi_spec(
     tmp_path: Path, short_dir: Path
 ) -> None:
@@ -164,19 +154,9 @@ async def test_plugin_process_under_kills_full_disks_and_api_faults(
             kills = scheduler.counts["kill"]
             assert plugin.exits == [-signal.SIGKILL] * kills, plugin.tail()
             assert corrupt_files(root) == []  # atomic writes: a kill never tears a file
-            lost = [
-                uid
-                for uid in (winner.uid, daemon.uid)
-                if uid in harness.read_checkpoint(root).claims
-                and uid not in harness.cdi_specs(root)
-            ]
-            if lost and scheduler.counts.total():
-                pytest.xfail(
-                    f"prepared claims {lost} lost their CDI spec to an unprepare cut short (full "
-                    "disk or SIGKILL between deleting the spec and writing the checkpoint): the "
-                    "bug of "
-                    "test_a_failed_unprepare_never_leaves_a_prepared_claim_without_its_cdi_spec"
-                )
+            # No prepared claim without its CDI spec: the unprepare order drops the entry first.
+            for uid in (winner.uid, daemon.uid):
+                assert uid in harness.cdi_specs(root), f"prepared claim {uid} lost its CDI spec"
             await check_node(run, winner.domain)
             cp.decode(harness.checkpoint_path(root).read_bytes())
         finally:
@@ -226,15 +206,6 @@ async def test_after_a_reboot_the_plugin_starts_clean_and_claims_prepare_again(
             assert await plugin.stop() == 0, plugin.tail()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "after a reboot the checkpoint is reset (checkpointstore.py load_at_startup, #951) "
-        "but the Node keeps the domain label; unprepare of the claim then finds no entry "
-        "(kubeletplugin/state.py:356-357 returns early) and never releases it, so the node "
-        "stays bound to the domain until the domain is deleted (no prepared claim holds it)"
-    ),
-)
 async def test_after_a_reboot_unprepare_leaves_no_label_behind(
     tmp_path: Path, short_dir: Path
 ) -> None:

@@ -72,14 +72,6 @@ def is_ours(name: str, kind: str) -> bool:
     return True
 
 
-def known_bug(name: str, kind: str) -> bool:
-    """Entries that stop the orphan cleanup today (see the two xfail tests below); the property
-    leaves them out until those are fixed."""
-    if not (name.startswith(OURS) and name.endswith(".yaml")):
-        return False
-    return kind == "dir" or not is_ours(name, "file")
-
-
 @st.composite
 def entries(draw: st.DrawFn) -> list[Entry]:
     found: dict[str, Entry] = {}
@@ -99,7 +91,7 @@ def entries(draw: st.DrawFn) -> list[Entry]:
                                  "README", ".hidden", f"{OURS}.yaml", f"{OURS}"])
                 | NAME_TEXT
             )  # fmt: skip
-        if len(name.encode()) > 255 or name in found or known_bug(name, kind):
+        if len(name.encode()) > 255 or name in found:
             continue
         ours = is_ours(name, kind)
         found[name] = Entry(name, kind, ours, known=ours and draw(st.booleans()))
@@ -187,32 +179,12 @@ def orphan_cleanup_with(place: Path, odd: Entry) -> tuple[list[str], set[str]]:
     return removed, {p.name for p in root.iterdir()}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=ConfigError,
-    reason=(
-        "CdiStore.claim_uids (computedomain/kubeletplugin/cdistore.py:59) takes any name "
-        "with our prefix, so remove_claim (:52) raises ConfigError for a UID that is not a "
-        "safe path component, and Cleanup.orphaned_specs (cleanup.py:92-94) stops there on "
-        "every run: later orphans are never removed"
-    ),
-)
 def test_a_name_with_an_unsafe_uid_does_not_stop_the_orphan_cleanup(place: Path) -> None:
     removed, left = orphan_cleanup_with(place, Entry(f"{OURS}a:b.yaml", "file", ours=False))
     assert len(removed) == 1
     assert left == {f"{OURS}a:b.yaml"}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=IsADirectoryError,
-    reason=(
-        "CdiStore.claim_uids (computedomain/kubeletplugin/cdistore.py:59) also lists "
-        "directories named like a claim spec; remove_claim (:52) unlinks them and raises "
-        "IsADirectoryError, and Cleanup.orphaned_specs (cleanup.py:92-94) stops there on every "
-        "run: later orphans are never removed"
-    ),
-)
 def test_a_directory_named_like_a_spec_does_not_stop_the_orphan_cleanup(place: Path) -> None:
     name = f"{OURS}{uuid.uuid4()}.yaml"
     removed, left = orphan_cleanup_with(place, Entry(name, "dir", ours=False))

@@ -174,14 +174,19 @@ class Kubelet:
 
         self._tasks[uid] = asyncio.ensure_future(run())
 
-    async def _abandon_all(self) -> None:
-        for worker in self.workers.values():
-            worker.abandoned = True
-        tasks = list(self._tasks.values())
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        self._tasks.clear()
+    async def _abandon_all(self) -> set[str]:
+        """Abandon every worker, those started while waiting included; their pod UIDs."""
+        abandoned: set[str] = set()
+        while self._tasks:
+            for worker in self.workers.values():
+                worker.abandoned = True
+            abandoned.update(self._tasks)
+            tasks = list(self._tasks.values())
+            self._tasks.clear()
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        return abandoned
 
     def _plugins_changed(self) -> None:
         for worker in self.workers.values():
@@ -202,11 +207,11 @@ class Kubelet:
         """Kill every process, new boot id, empty CDI dir, forget plugins and claims, restart
         the pods (their restart counts go up, as after a real reboot)."""
         counts = {uid: w.restart_counts for uid, w in self.workers.items() if not w.finished}
-        await self._abandon_all()
+        started_meanwhile = await self._abandon_all() - set(counts)
+        # From here to the restarts nothing awaits: an informer event in between would find no
+        # worker and start a second one for the same pod (two plugin processes, one orphaned).
         self.workers.clear()
         self.agent.new_boot()
-        with contextlib.suppress(errors.ApiError):
-            await self.agent.beat()  # the Node shows the new boot id at once
         shutil.rmtree(self.ctx.paths.cdi_dir, ignore_errors=True)
         self.ctx.paths.cdi_dir.mkdir(parents=True, exist_ok=True)
         self.plugins.plugins.clear()
@@ -215,6 +220,10 @@ class Kubelet:
             uid = str(pod["metadata"]["uid"])
             if uid in counts:  # a terminating pod's new worker just finishes its deletion
                 self._start(pod, {name: n + 1 for name, n in counts[uid].items()})
+            elif uid in started_meanwhile:
+                self._start(pod, None)
+        with contextlib.suppress(errors.ApiError):
+            await self.agent.beat()  # the Node shows the new boot id at once
 
     async def set_ready(self, ready: bool) -> None:
         """Mark the Node Ready or NotReady now (a failing node, for fault tests)."""

@@ -39,7 +39,7 @@ class RegisteredPlugin:
 
     driver: str
     socket: str
-    inode: int
+    inode: tuple[int, int]  # (inode, ctime in ns): an inode number alone is reused at once
     registration: kubelet_client.Registration
 
 
@@ -63,7 +63,9 @@ class PluginManager:
         self.wiping_delay = wiping_delay
         self.clock = clock or REAL_CLOCK
         self.plugins: dict[str, RegisteredPlugin] = {}
-        self._failed: dict[tuple[str, int], float] = {}  # socket -> retry-after (monotonic)
+        self._failed: dict[
+            tuple[str, tuple[int, int]], float
+        ] = {}  # socket -> retry-after (monotonic)
         self._wipes: dict[str, asyncio.Task[None]] = {}
 
     def client(self, driver: str) -> kubelet_client.DraClient | None:
@@ -127,9 +129,11 @@ class PluginManager:
         self._wipes[driver] = asyncio.ensure_future(wipe_later())
 
 
-def _sockets(directory: str) -> list[tuple[str, int]]:
-    """(path, inode) of every socket directly in ``directory`` not starting with '.'."""
-    out: list[tuple[str, int]] = []
+def _sockets(directory: str) -> list[tuple[str, tuple[int, int]]]:
+    """(path, (inode, ctime ns)) of every socket directly in ``directory`` not starting with
+    '.'. A plugin killed with SIGKILL leaves its socket file; its successor unlinks it and binds
+    a new one, often with the inode number just freed: the change time tells them apart."""
+    out: list[tuple[str, tuple[int, int]]] = []
     with contextlib.suppress(FileNotFoundError):
         for entry in os.scandir(directory):
             if entry.name.startswith("."):
@@ -137,5 +141,5 @@ def _sockets(directory: str) -> list[tuple[str, int]]:
             with contextlib.suppress(OSError):
                 info = entry.stat(follow_symlinks=False)
                 if stat.S_ISSOCK(info.st_mode):
-                    out.append((entry.path, info.st_ino))
+                    out.append((entry.path, (info.st_ino, info.st_ctime_ns)))
     return out

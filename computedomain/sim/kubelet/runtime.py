@@ -41,6 +41,10 @@ class ContainerProcess:
     async def wait(self) -> int:
         """Wait for the process to exit; return its Kubernetes exit code. Idempotent."""
         code = await self._process.wait()
+        # The rest of the container goes with its main process, as the kernel ends a pid
+        # namespace with its init: a SIGKILLed daemon must not leave its nvidia-imex behind.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, signal.SIGKILL)
         if self._pid_file is not None:
             self._pid_file.unlink(missing_ok=True)
         return exit_code(code)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import itertools
 import uuid
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -135,6 +135,11 @@ class InMemoryLabeler:
     async def release(self, domain_uid: str) -> None:
         self.calls.append(("release", domain_uid))
         if self.value == domain_uid:
+            self.value = None
+
+    async def release_unheld(self, held: Collection[str]) -> None:
+        self.calls.append(("release_unheld", ",".join(sorted(held))))
+        if self.value not in held:
             self.value = None
 
 

@@ -318,3 +318,22 @@ values = st.recursive(
 @given(st.dictionaries(st.text(max_size=6), values, max_size=4))
 def test_yaml_emitter_round_trips(doc: dict[str, Any]) -> None:
     assert yaml.load(cdi.to_yaml(doc), Loader=yaml.CSafeLoader) == doc
+
+
+def test_claim_uids_lists_only_specs_the_store_can_remove(tmp_path: Path) -> None:
+    """A directory named like a claim spec, or a name whose UID is not a safe path component,
+    is not a claim spec: listing it made the orphan cleanup fail on it every run."""
+    store = CdiStore(tmp_path / "cdi")
+    store.ensure_root()
+    prefix = "k8s.compute-domain.nvidia.com-claim_"
+    (store.root / f"{prefix}{DIGIT_UID}.yaml").write_text("spec")
+    (store.root / f"{prefix}a-directory.yaml").mkdir()
+    (store.root / f"{prefix}a:b.yaml").write_text("not ours")
+    (store.root / f"{prefix}linked.yaml").symlink_to(tmp_path / "elsewhere")
+    assert store.claim_uids() == {DIGIT_UID, "linked"}
+    for uid in store.claim_uids():
+        store.remove_claim(uid)  # raises nothing
+    assert sorted(p.name for p in store.root.iterdir()) == [
+        f"{prefix}a-directory.yaml",
+        f"{prefix}a:b.yaml",
+    ]

@@ -336,3 +336,70 @@ async def test_a_channel_is_shared_within_a_domain_never_across(tmp_path: Path) 
     with pytest.raises(TemporaryError, match=r"channel 0 already allocated by claim .*checkpoint"):
         await h.state.prepare(other, requested_at=h.tick())
     assert h.labeler.value == mine["metadata"]["uid"]
+
+
+async def prepared_channel(h: fx.Harness) -> tuple[dict, str]:
+    cd = fx.domain()
+    fx.set_ready(cd)
+    h.cluster.add(cd)
+    claim = fx.claim("channel", cd["metadata"]["uid"])
+    await h.state.prepare(claim, requested_at=h.tick())
+    return claim, cd["metadata"]["uid"]
+
+
+async def test_an_unprepare_whose_checkpoint_write_fails_leaves_the_claim_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full disk at the checkpoint write: the claim stays prepared with its CDI spec and its
+    label, so a prepare of it again returns devices that are all there."""
+    h = fx.harness(tmp_path)
+    claim, cd_uid = await prepared_channel(h)
+    uid = claim["metadata"]["uid"]
+
+    def full(_: cp.Checkpoint) -> None:
+        raise OSError(27, "File too large")
+
+    monkeypatch.setattr(h.checkpoints, "write", full)
+    with pytest.raises(OSError, match="File too large"):
+        await h.state.unprepare(ref(claim))
+    monkeypatch.undo()
+    assert h.cdi.claim_uids() == {uid}
+    assert h.labeler.value == cd_uid
+    stored = entry(h, claim)
+    assert stored is not None
+    assert stored.completed
+
+
+async def test_an_unprepare_cut_short_after_the_checkpoint_is_finished_by_the_retry(
+    tmp_path: Path,
+) -> None:
+    """The entry is gone but the spec and label stay (a crash right after the checkpoint
+    write): the retry, which finds no entry, deletes the spec and releases the label."""
+    h = fx.harness(tmp_path)
+    claim, _ = await prepared_channel(h)
+    uid = claim["metadata"]["uid"]
+    h.checkpoints.write(h.checkpoints.read().without_claim(uid))
+    await h.state.unprepare(ref(claim))
+    assert h.cdi.claim_uids() == set()
+    assert h.labeler.value is None
+    assert ("release_unheld", "") in h.labeler.calls
+
+
+async def test_after_a_reboot_an_unprepare_releases_the_label_no_claim_holds(
+    tmp_path: Path,
+) -> None:
+    """A reboot resets the checkpoint but not the Node: the label is released once a claim
+    is unprepared and no claim of the checkpoint holds the domain any more; a held one stays."""
+    h = fx.harness(tmp_path)
+    claim, cd_uid = await prepared_channel(h)
+    other = fx.claim("channel", cd_uid)
+    h.checkpoints.write(cp.Checkpoint(boot_id="new"))  # the reset of a new boot
+    # Another claim of the domain prepared in the new boot holds the label: it stays.
+    await h.state.prepare(other, requested_at=h.tick())
+    await h.state.unprepare(ref(claim))
+    assert h.labeler.value == cd_uid
+    await h.state.unprepare(ref(other))
+    assert h.labeler.value is None
+    h.labeler.value = cd_uid  # as the reboot left it
+    await h.state.unprepare(ref(claim))
+    assert h.labeler.value is None
