@@ -6,6 +6,9 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 PLUGINS := $(wildcard plugins/*/pyproject.toml)
+# The plugins' import packages (not their .egg-info) and test folders, for mypy.
+PLUGIN_PACKAGES := $(filter-out %.egg-info,$(wildcard plugins/*/computedomain_*))
+PLUGIN_TESTS := $(wildcard plugins/*/tests)
 PYTEST_ARGS ?=
 
 .PHONY: all venv system-deps demo test lint typecheck unit proto docs bench faults clean
@@ -31,6 +34,8 @@ $(STAMP): pyproject.toml constraints.txt $(PLUGINS) | system-deps
 
 venv: $(STAMP)
 
+# `computedomain demo`: two simulated racks, a ComputeDomain with a worker per node, a summary,
+# teardown. Flags through DEMO_ARGS, e.g. DEMO_ARGS=--keep-running (kubectl while it runs).
 demo: venv
 	$(PY) -m computedomain.cli.main demo $(DEMO_ARGS)
 
@@ -39,8 +44,9 @@ lint: venv
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
 
+# The example plugins are checked as strictly as the package (their tests too).
 typecheck: venv
-	$(VENV)/bin/mypy computedomain
+	$(VENV)/bin/mypy computedomain $(PLUGIN_PACKAGES) $(PLUGIN_TESTS)
 
 test: lint typecheck
 	$(VENV)/bin/pytest -n 2 --dist loadgroup $(PYTEST_ARGS)

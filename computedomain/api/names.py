@@ -75,6 +75,10 @@ def daemon_device_name(daemon_id: int) -> str:
 COMPUTE_DOMAIN_LABEL: Final = "resource.nvidia.com/computeDomain"  # value: CD UID
 FINALIZER: Final = COMPUTE_DOMAIN_LABEL  # the same string serves as finalizer
 CLIQUE_LABEL: Final = "resource.nvidia.com/computeDomain.cliqueID"
+# Ours (additive): on a daemon pod, ``<Reason>: <message>`` while a host problem keeps its
+# nvidia-imex from running (e.g. a host nvidia-imex.service holding the session); the
+# controller quotes it in the ComputeDomain's Ready condition (spec README §2.6).
+DAEMON_PROBLEM_ANNOTATION: Final = "resource.nvidia.com/computeDomain.daemonProblem"
 TARGET_LABEL: Final = "resource.nvidia.com/computeDomainTarget"
 TARGET_DAEMON: Final = "Daemon"
 TARGET_WORKLOAD: Final = "Workload"

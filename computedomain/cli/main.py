@@ -15,6 +15,7 @@ from collections.abc import Callable
 import computedomain
 
 COMMAND_MODULES = (
+    "computedomain.cli.demo.command",
     "computedomain.cli.sim_apiserver",
     "computedomain.cli.sim_cluster",
     "computedomain.cli.sim_imex",

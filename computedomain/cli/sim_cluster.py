@@ -62,6 +62,13 @@ def register(commands: Commands) -> None:
             "--port", type=int, default=0, help="API server port (0: any free port)"
         )
         parser.add_argument(
+            "--no-tls",
+            dest="tls",
+            action="store_false",
+            help="serve plain HTTP (kubectl then refuses the kubeconfig's token; the default "
+            "is HTTPS with a generated CA written into the kubeconfig)",
+        )
+        parser.add_argument(
             "--no-wait-components",
             dest="wait_components",
             action="store_false",
@@ -69,6 +76,12 @@ def register(commands: Commands) -> None:
         )
         parser.add_argument(
             "--timeout", type=float, default=300.0, help="seconds to wait for ready"
+        )
+        parser.add_argument(
+            "--rbac-usage",
+            type=Path,
+            help="append to this file, as JSON lines, which RBAC rule allowed (or that none "
+            "allowed) each request of a non-admin user",
         )
     status = sim.add("status", "show the nodes, components and ComputeDomains", run_status)
     status.add_argument("--state-dir", type=Path, default=DEFAULT_STATE)
@@ -93,6 +106,10 @@ def _run_args(args: argparse.Namespace) -> list[str]:
         out.append(f"--isolation={args.isolation}")
     if not args.wait_components:
         out.append("--no-wait-components")
+    if not args.tls:
+        out.append("--no-tls")
+    if args.rbac_usage:
+        out.append(f"--rbac-usage={args.rbac_usage.resolve()}")
     return out
 
 
@@ -119,6 +136,8 @@ def cluster_config(args: argparse.Namespace) -> ClusterConfig:
         imex_path=args.imex_path or str(wrappers.ensure()),
         isolation=Isolation(args.isolation) if args.isolation else None,
         port=args.port,
+        tls=args.tls,
+        rbac_usage=args.rbac_usage,
     )
 
 

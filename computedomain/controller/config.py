@@ -24,10 +24,36 @@ DEFAULT_STATUS_COALESCE_WINDOW: Final = 0.25
 DEFAULT_CLEANUP_INTERVAL: Final = 600.0  # upstream's orphan-cleanup period (10 min)
 DEFAULT_RESYNC_PERIOD: Final = 600.0  # upstream's informer resync (10 min)
 
+# The daemon's policy selectors (its --index-policy / --dns-name-policy), forwarded when set.
+ENV_INDEX_POLICY: Final = "INDEX_POLICY"
+ENV_DNS_NAME_POLICY: Final = "DNS_NAME_POLICY"
+# Variables the rendered daemon container already has (from the DaemonSet or CDI): the policy
+# environment may not replace them.
+RESERVED_DAEMON_ENV: Final = frozenset(
+    {
+        names.ENV_LOG_VERBOSITY,
+        names.ENV_MAX_NODES_PER_IMEX_DOMAIN,
+        names.ENV_NODE_NAME,
+        names.ENV_POD_IP,
+        names.ENV_POD_UID,
+        names.ENV_POD_NAME,
+        names.ENV_POD_NAMESPACE,
+        names.ENV_NVIDIA_VISIBLE_DEVICES,
+        names.ENV_FEATURE_GATES,
+        names.ENV_CLIQUE_ID,
+        names.ENV_COMPUTE_DOMAIN_UUID,
+        names.ENV_COMPUTE_DOMAIN_NAME,
+        names.ENV_COMPUTE_DOMAIN_NAMESPACE,
+        ENV_INDEX_POLICY,
+        ENV_DNS_NAME_POLICY,
+    }
+)
+
 # Kubernetes resource quantities: a signed decimal with an optional suffix (SI, binary, exponent).
 _QUANTITY = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+|[numkMGTPE]|[KMGTPE]i)?")
 _RESOURCE_NAME = re.compile(r"([a-z0-9.-]+/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
 _RESOURCE_SECTIONS: Final = frozenset({"requests", "limits"})
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @attrs.frozen
@@ -44,6 +70,11 @@ class DaemonSettings:
     # {"requests": {"cpu": "100m"}, "limits": {...}}; empty: no requests or limits (upstream).
     resources: Mapping[str, Mapping[str, str]] = attrs.field(factory=dict)
     command: str = DEFAULT_DAEMON_COMMAND
+    # The daemons' policies by name (empty: not rendered, the daemon's default applies) and the
+    # policies' own settings, as (name, value) environment pairs in the operator's order.
+    index_policy: str = ""
+    dns_name_policy: str = ""
+    policy_env: tuple[tuple[str, str], ...] = ()
 
 
 @attrs.frozen
@@ -140,6 +171,57 @@ def parse_resources(text: str, field: str = "CD_DAEMON_RESOURCES") -> dict[str, 
         if checked:
             result[section] = checked
     return result
+
+
+def parse_policy_name(field: str, text: str) -> str:
+    """A policy name to forward (``INDEX_POLICY``, ``DNS_NAME_POLICY``); empty: none. Pure.
+
+    Which names exist is known where the plugins are loaded (the daemon refuses an unknown one
+    at start, listing the valid ones); here only the shape is checked: no whitespace or control
+    characters, which no policy name has and which would not survive the environment.
+    """
+    name = text.strip()
+    if any(ch.isspace() or not ch.isprintable() for ch in name):
+        raise ConfigError(field, f"{name!r} is not a policy name (no spaces or control characters)")
+    return name
+
+
+def parse_policy_env(text: str, field: str = "CD_DAEMON_POLICY_ENV") -> tuple[tuple[str, str], ...]:
+    """The daemons' policy settings from ``NAME=value,...`` or a JSON object of strings. Pure.
+
+    Items are trimmed and empty ones skipped; the JSON form allows commas in values. A name must
+    be an environment variable name and must not be one the DaemonSet or CDI already sets
+    (:data:`RESERVED_DAEMON_ENV`, the policy selectors included: they have settings of their
+    own), nor appear twice. Raises ConfigError naming ``field``.
+    """
+    text = text.strip()
+    pairs: list[tuple[str, str]] = []
+    if text.startswith("{"):
+        try:
+            loaded = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(field, f"invalid JSON: {exc.msg} at column {exc.colno}") from exc
+        if not isinstance(loaded, dict) or not all(isinstance(v, str) for v in loaded.values()):
+            raise ConfigError(field, "must be a JSON object of strings")
+        pairs = [(str(k), v) for k, v in loaded.items()]
+    elif text:
+        for item in text.split(","):
+            if not item.strip():
+                continue
+            key, sep, value = item.partition("=")
+            if not sep:
+                raise ConfigError(field, f"{item.strip()!r} is not NAME=value")
+            pairs.append((key.strip(), value.strip()))
+    seen: set[str] = set()
+    for key, _value in pairs:
+        if not _ENV_NAME.fullmatch(key):
+            raise ConfigError(field, f"{key!r} is not an environment variable name")
+        if key in RESERVED_DAEMON_ENV:
+            raise ConfigError(field, f"{key} is set by the DaemonSet itself")
+        if key in seen:
+            raise ConfigError(field, f"{key} is given twice")
+        seen.add(key)
+    return tuple(pairs)
 
 
 def check_positive(field: str, value: float) -> None:

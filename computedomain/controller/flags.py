@@ -130,6 +130,27 @@ OPTIONS: Final = (
         help="the daemon binary in the image, for its run and check commands (ours)",
     ),
     Option(
+        "--index-policy",
+        config.ENV_INDEX_POLICY,
+        default="",
+        help="the daemons' index policy, by name (their INDEX_POLICY; e.g. stable-hash from a "
+        "plugin); empty: not set, the daemon's lowest-free (ours)",
+    ),
+    Option(
+        "--dns-name-policy",
+        config.ENV_DNS_NAME_POLICY,
+        default="",
+        help="the daemons' DNS-name policy, by name (their DNS_NAME_POLICY; e.g. suffix from a "
+        "plugin); empty: not set, the daemon's upstream (ours)",
+    ),
+    Option(
+        "--cd-daemon-policy-env",
+        "CD_DAEMON_POLICY_ENV",
+        default="",
+        help="settings of the daemons' policies, added to their environment: NAME=value,... or "
+        "a JSON object (e.g. CD_DNS_SUFFIX=imex.example.com for suffix) (ours)",
+    ),
+    Option(
         "--cleanup-interval",
         "CLEANUP_INTERVAL",
         flags.duration,
@@ -208,6 +229,11 @@ def resolve(values: argparse.Namespace) -> ProgramConfig:
         priority_class_name=priority,
         resources=config.parse_resources(values.cd_daemon_resources),
         command=values.daemon_command.strip(),
+        index_policy=config.parse_policy_name(config.ENV_INDEX_POLICY, values.index_policy),
+        dns_name_policy=config.parse_policy_name(
+            config.ENV_DNS_NAME_POLICY, values.dns_name_policy
+        ),
+        policy_env=config.parse_policy_env(values.cd_daemon_policy_env),
     )
     controller = ControllerConfig(
         daemon=daemon,

@@ -5,7 +5,9 @@ Upstream's ``status.status`` says Ready or NotReady and nothing more; users aske
 from the same cached objects as the status: how many nodes are ready, which nodes are not and
 what their daemon pod reports (phase, a waiting container's reason, a False condition's message,
 e.g. ``node-3: daemon pod Pending: 0/4 nodes match node selector``), and problems beyond the
-nodes, such as a workload template name that belongs to someone else. Pure; called by
+nodes, such as a workload template name that belongs to someone else. A host problem a daemon
+publishes on its pod (``DAEMON_PROBLEM_ANNOTATION``, e.g. ``IMEXSessionHeldByHost`` when a host
+``nvidia-imex.service`` holds the IMEX session) becomes the reason and is quoted. Pure; called by
 :mod:`~computedomain.controller.statusplan`.
 """
 
@@ -16,6 +18,7 @@ from typing import Final
 
 import attrs
 
+from computedomain.api import names
 from computedomain.api.models import ComputeDomainNode, ConditionStatus, Status
 from computedomain.controller import aggregation, objects
 from computedomain.controller.objects import JsonObject
@@ -53,16 +56,33 @@ def _clip(text: str) -> str:
     return text if len(text) <= MAX_DETAIL_LENGTH else text[: MAX_DETAIL_LENGTH - 3] + "..."
 
 
+def pod_problem(pod: JsonObject) -> Problem | None:
+    """The host problem the daemon published on its pod (``<Reason>: <message>`` in the
+    problem annotation), if any. Pure."""
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    text = annotations.get(names.DAEMON_PROBLEM_ANNOTATION)
+    if not isinstance(text, str) or not text.strip():
+        return None
+    reason, sep, message = text.partition(": ")
+    if not sep or not reason.isalnum():
+        return Problem(REASON_NOT_READY, text.strip())
+    return Problem(reason, message.strip())
+
+
 def describe_pod(pod: JsonObject) -> str:
     """``daemon pod <Phase>[: <why>]`` from a pod's status. Pure.
 
-    The first waiting or terminated container's message (or reason), else the message (or
+    The problem the daemon published (a host ``nvidia-imex.service`` holding the session,
+    say), else the first waiting or terminated container's message (or reason), else the message (or
     reason) of the first False condition in scheduling order; ``terminating`` when deleted.
     """
     status = pod.get("status") or {}
     text = f"daemon pod {objects.pod_phase(pod)}"
     if objects.terminating(pod):
         text += " (terminating)"
+    problem = pod_problem(pod)
+    if problem is not None:
+        return f"{text}: {_clip(problem.message)}"
     for container in status.get("containerStatuses") or []:
         state = container.get("state") or {}
         for kind in ("waiting", "terminated"):
@@ -103,6 +123,19 @@ def node_details(nodes: Sequence[ComputeDomainNode], pods: Sequence[JsonObject])
     return details
 
 
+def _first_host_problem(
+    nodes: Sequence[ComputeDomainNode], pods: Sequence[JsonObject]
+) -> Problem | None:
+    """The problem published by the daemon pod of the first node (by name) that is not ready,
+    or of a pod not registered yet."""
+    ready = {n.name for n in nodes if aggregation.node_ready(n)}
+    for node_name, pod in sorted(_pods_by_node(pods).items()):
+        problem = pod_problem(pod)
+        if node_name not in ready and problem is not None:
+            return problem
+    return None
+
+
 def readiness(
     *,
     nodes: Sequence[ComputeDomainNode],
@@ -128,6 +161,9 @@ def readiness(
     status = aggregation.global_status(nodes, num_nodes)
     if status is Status.READY:
         return Readiness(ConditionStatus.TRUE, REASON_READY, message)
+    host_problem = _first_host_problem(nodes, pods)
+    if host_problem is not None:
+        return Readiness(ConditionStatus.FALSE, host_problem.reason, message)
     if len(nodes) < num_nodes:
         return Readiness(ConditionStatus.FALSE, REASON_WAITING, message)
     return Readiness(ConditionStatus.FALSE, REASON_NOT_READY, message)

@@ -5,7 +5,8 @@ the daemon ResourceClaimTemplate and the daemon DaemonSet (both ``computedomain-
 in the driver namespace) and the workload ResourceClaimTemplate (named by the domain's spec, in
 the domain's namespace). The shapes are upstream's field for field (controller.md §3.2-§3.4,
 resource.k8s.io/v1 and apps/v1), because the kubelet plugin, the daemon and the DeviceClasses
-consume them; our additions (priority class, resources) are absent unless configured. No
+consume them; our additions (priority class, resources, the daemons' policies and their
+settings) are absent unless configured. No
 ownerReferences: lifecycles hang on labels and finalizers, as upstream's do.
 
 Called by :mod:`computedomain.controller.planning`; calls nothing but the api layer.
@@ -17,7 +18,7 @@ from typing import Any, Final
 
 from computedomain.api import names
 from computedomain.api.models import ComputeDomain
-from computedomain.controller.config import DaemonSettings
+from computedomain.controller.config import ENV_DNS_NAME_POLICY, ENV_INDEX_POLICY, DaemonSettings
 
 RESOURCE_API_VERSION: Final = "resource.k8s.io/v1"
 APPS_API_VERSION: Final = "apps/v1"
@@ -161,6 +162,11 @@ def _env(settings: DaemonSettings) -> list[dict[str, Any]]:
     env.append({"name": names.ENV_NVIDIA_VISIBLE_DEVICES, "value": "void"})
     if settings.feature_gates:
         env.append({"name": names.ENV_FEATURE_GATES, "value": settings.feature_gates})
+    if settings.index_policy:
+        env.append({"name": ENV_INDEX_POLICY, "value": settings.index_policy})
+    if settings.dns_name_policy:
+        env.append({"name": ENV_DNS_NAME_POLICY, "value": settings.dns_name_policy})
+    env.extend({"name": name, "value": value} for name, value in settings.policy_env)
     return env
 
 

@@ -4,7 +4,8 @@ Readiness comes from the pod's Ready condition, which the kubelet sets from the 
 probes (daemon.md §7): the daemon never asks ``nvidia-imex`` itself. :func:`pod_ready` and
 :func:`desired_status` are pure and used by :mod:`computedomain.daemon.reconcile`;
 :func:`label_with_clique` is the startup patch (daemon.md §2 step 5) that the controller
-classifies daemon pods by.
+classifies daemon pods by; :func:`annotate_problem` publishes a host problem for the
+controller's Ready condition (:mod:`computedomain.daemon.problems`).
 """
 
 from __future__ import annotations
@@ -56,9 +57,33 @@ def reference(identity: Identity) -> dict[str, Any]:
 
 
 async def label_with_clique(api: Api, identity: Identity) -> None:
-    """Merge-patch the clique label (possibly "") onto the own pod. Idempotent; raises
-    ApiError."""
-    patch = {"metadata": {"labels": {names.CLIQUE_LABEL: identity.clique_id}}}
+    """Merge-patch the clique label (possibly "") onto the own pod, and remove a problem
+    annotation a previous run of the container left (a fresh ``nvidia-imex`` has none yet).
+    Idempotent; raises ApiError."""
+    patch = {
+        "metadata": {
+            "labels": {names.CLIQUE_LABEL: identity.clique_id},
+            "annotations": {names.DAEMON_PROBLEM_ANNOTATION: None},
+        }
+    }
+    await api.patch(
+        resources.PODS,
+        identity.pod_name,
+        patch,
+        namespace=identity.pod_namespace,
+        patch_type=PatchType.MERGE,
+    )
+
+
+def problem_text(reason: str, message: str) -> str:
+    """The problem annotation's value: ``<Reason>: <message>``. Pure."""
+    return f"{reason}: {message}"
+
+
+async def annotate_problem(api: Api, identity: Identity, text: str | None) -> None:
+    """Merge-patch the problem annotation onto the own pod (None removes it). Idempotent;
+    raises ApiError."""
+    patch = {"metadata": {"annotations": {names.DAEMON_PROBLEM_ANNOTATION: text}}}
     await api.patch(
         resources.PODS,
         identity.pod_name,

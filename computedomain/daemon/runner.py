@@ -25,6 +25,7 @@ from computedomain.daemon.assembly import assemble
 from computedomain.daemon.config import DaemonConfig
 from computedomain.daemon.events import COMPONENT, PodEvents
 from computedomain.daemon.keeper import ImexKeeper, KeeperTiming, Spawn
+from computedomain.daemon.problems import ProblemPublisher
 from computedomain.daemon.process import ImexProcess
 from computedomain.kube.client import ClientConfig, ClientConfigError, connect
 from computedomain.kube.errors import ApiError
@@ -95,11 +96,24 @@ async def _run_domain(
         identity.node_name, identity.pod_ip, str(config.hosts_file), str(paths.nodes_config)
     )
     events = PodEvents(recorder, identity, context)
+
+    def current_problem() -> str | None:
+        finding = keeper.blocked_by
+        if finding is None:
+            return None
+        return pod.problem_text(str(finding.reason), hostconflict.message(finding, context))
+
+    problems = ProblemPublisher(api, identity, current_problem)
+
+    def blocked_changed() -> None:
+        parts.loop.poke()
+        problems.poke()
+
     keeper = ImexKeeper(
         _spawner(config),
         timing=KeeperTiming(reload_interval=config.reload_interval),
         on_finding=events.host_conflict,
-        on_blocked_change=lambda: parts.loop.poke(),  # noqa: PLW0108 (parts comes next)
+        on_blocked_change=blocked_changed,
     )
     parts = assemble(
         api,
@@ -118,6 +132,7 @@ async def _run_domain(
         async with Supervisor() as sup:
             sup.start("events", recorder.run(), critical=False)
             sup.start("keeper", keeper.run())
+            sup.start("problems", problems.run(), critical=False)
             for name, coro in parts.tasks(on_refused=events.refused).items():
                 sup.start(name, coro)
             await sup.wait()

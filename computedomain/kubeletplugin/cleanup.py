@@ -7,7 +7,12 @@
 - **Orphaned CDI specs**: a claim spec file for a claim the checkpoint does not know (upstream
   left these; a crash between writing the spec and the checkpoint can leave one) is deleted.
 - **Domain directories** of ComputeDomains that no longer exist (the informer, synced, does not
-  have them) are removed; unprepare leaves them on purpose (kubelet-plugin.md §4.3).
+  have them) are removed; unprepare leaves them on purpose (kubelet-plugin.md §4.3). A directory
+  whose domain still has a prepared daemon claim here is kept (its daemon may still run).
+
+Besides the period, :meth:`Cleanup.kick` asks for a run now: the plugin kicks it when a domain
+or a daemon pod leaves its informers, so a deleted domain's directory goes within moments, not
+at the next period (upstream leaves it up to 10 minutes).
 
 Each step that touches the checkpoint, the CDI root or the domain directories holds the node
 lock, like any prepare attempt. Errors are logged, never raised: the next run retries.
@@ -16,6 +21,7 @@ lock, like any prepare attempt. Errors are logged, never raised: the next run re
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import shutil
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
@@ -24,7 +30,7 @@ from typing import Any
 import attrs
 
 from computedomain.kubeletplugin.cdistore import CdiStore
-from computedomain.kubeletplugin.checkpoint import Checkpoint, ClaimState
+from computedomain.kubeletplugin.checkpoint import Checkpoint, ClaimState, DeviceType
 from computedomain.kubeletplugin.checkpointstore import CheckpointStore
 from computedomain.kubeletplugin.nodelock import NodeLock
 from computedomain.kubeletplugin.ports import ClusterView
@@ -46,6 +52,16 @@ def stale_candidates(checkpoint: Checkpoint) -> list[tuple[str, str, str]]:
     ]
 
 
+def daemon_domains(checkpoint: Checkpoint) -> set[str]:
+    """Domain IDs that a claim in the checkpoint holds a daemon device of. Pure."""
+    return {
+        device.domain_id
+        for entry in checkpoint.claims.values()
+        for device in entry.devices
+        if device.type is DeviceType.DAEMON
+    }
+
+
 def orphaned_specs(checkpoint: Checkpoint, spec_uids: set[str]) -> list[str]:
     """Claim UIDs with a CDI spec but no checkpoint entry. Pure."""
     return sorted(spec_uids - set(checkpoint.claims))
@@ -60,6 +76,11 @@ class Cleanup:
     cluster: ClusterView
     domains_root: Path
     lookup: ClaimLookup
+    _kicked: asyncio.Event = attrs.field(factory=asyncio.Event, init=False)
+
+    def kick(self) -> None:
+        """Ask for a run as soon as the current one (if any) ends. Event-loop thread only."""
+        self._kicked.set()
 
     async def stale_claims(self) -> list[str]:
         """Unprepare stale PrepareStarted claims; returns their UIDs."""
@@ -103,8 +124,11 @@ class Cleanup:
                 entries = await asyncio.to_thread(lambda: list(self.domains_root.iterdir()))
             except FileNotFoundError:
                 return []
+            held = daemon_domains(await asyncio.to_thread(self.checkpoints.read))
             for entry in entries:
-                if not entry.is_dir() or self.cluster.domain(entry.name) is not None:
+                if not entry.is_dir() or entry.name in held:
+                    continue
+                if self.cluster.domain(entry.name) is not None:
                     continue
                 await asyncio.to_thread(shutil.rmtree, entry, True)
                 log.info("cleanup: removed a deleted domain's directory", domain=entry.name)
@@ -119,7 +143,9 @@ class Cleanup:
                 log.exception("cleanup step failed", step=step.__name__)
 
     async def run(self, interval: float) -> None:
-        """Run now, then every ``interval`` seconds, until cancelled."""
+        """Run now, then every ``interval`` seconds or sooner when kicked, until cancelled."""
         while True:
+            self._kicked.clear()
             await self.run_once()
-            await asyncio.sleep(interval)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._kicked.wait(), interval)

@@ -147,7 +147,9 @@ OPTIONS: Final = (
         ("--channel-strategy-map",),
         ("CHANNEL_STRATEGY_MAP",),
         "",
-        "serve an allocationMode with another channel strategy, e.g. Single=per-domain",
+        "Mode=strategy,...: serve a claim's allocationMode (Single, All) with another "
+        "registered channel strategy, e.g. Single=per-domain from a plugin; empty: each mode "
+        "by the built-in of its name (ours)",
     ),
     Option(
         "nvidia_ctk_path",

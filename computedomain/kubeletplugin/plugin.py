@@ -20,6 +20,7 @@ import asyncio
 import time
 
 from computedomain.kube.events import EventRecorder
+from computedomain.kube.informer import FuncHandler
 from computedomain.kube.mutationcache import MutationCache
 from computedomain.kube.rest import Api
 from computedomain.kubeletplugin import (
@@ -157,6 +158,10 @@ class KubeletPlugin:
             domains_root=config.domains_dir,
             lookup=claims.lookup,
         )
+        # A domain or daemon pod leaving may free a domain directory: clean up now.
+        kick = FuncHandler(delete=lambda _: cleanup.kick())
+        cluster.domains.add_handler(kick)
+        cluster.pods.add_handler(kick)
         async with Supervisor(handle_signals=handle_signals) as sup:
             try:
                 sup.start("events", recorder.run())

@@ -28,8 +28,9 @@ def resolve(
         name = mapping.get(mode, mode)
         try:
             chosen[mode] = catalog.get(name)
-        except ConfigError as exc:
-            raise ConfigError(SETTING, f"{mode}={name}: {exc.reason}") from None
+        except ConfigError as exc:  # unknown, or the strategy's own setting is bad
+            detail = exc.reason if exc.field == catalog.setting else str(exc)
+            raise ConfigError(SETTING, f"{mode}={name}: {detail}") from None
     unknown = sorted(set(mapping) - set(MODES))
     if unknown:
         raise ConfigError(

@@ -18,13 +18,16 @@ Three kinds of policy exist:
   ``All``); operators may map a mode to another registered strategy.
 
 Policies must be pure: same inputs, same answer, no I/O (they run inside compare-and-swap retry
-loops and property tests).
+loops and property tests). A policy with settings of its own (read from the environment, say)
+returns a :class:`Deferred` instead: the registry builds it, and so reads and checks those
+settings, only when a component selects it by name, so a bad setting of one policy never stops
+a component that uses another.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Protocol, runtime_checkable
+from collections.abc import Callable, Mapping, Sequence
+from typing import Generic, Protocol, TypeVar, runtime_checkable
 
 import attrs
 import pluggy
@@ -33,6 +36,21 @@ PROJECT = "computedomain"
 
 hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
+
+P = TypeVar("P")
+
+
+@attrs.frozen
+class Deferred(Generic[P]):
+    """A policy named ``name`` that ``build()`` makes when, and only when, it is selected.
+
+    ``build`` reads and validates the policy's own settings and may raise
+    :class:`~computedomain.api.errors.ConfigError` naming the setting; the registry calls it at
+    most once per process and checks that the policy it returns carries ``name``.
+    """
+
+    name: str
+    build: Callable[[], P]
 
 
 @attrs.frozen
@@ -91,17 +109,23 @@ class ChannelStrategy(Protocol):
         ...
 
 
+# What each hook returns: policies, or policies built when selected.
+IndexPolicies = Sequence[IndexPolicy | Deferred[IndexPolicy]]
+DnsNamePolicies = Sequence[DnsNamePolicy | Deferred[DnsNamePolicy]]
+ChannelStrategies = Sequence[ChannelStrategy | Deferred[ChannelStrategy]]
+
+
 class HookSpecs:
     """Namespace of the hook specifications (registered with ``add_hookspecs``)."""
 
     @hookspec
-    def computedomain_index_policies(self) -> Sequence[IndexPolicy]:  # type: ignore[empty-body]
+    def computedomain_index_policies(self) -> IndexPolicies:  # type: ignore[empty-body]
         """Return the index policies this plugin provides."""
 
     @hookspec
-    def computedomain_dns_name_policies(self) -> Sequence[DnsNamePolicy]:  # type: ignore[empty-body]
+    def computedomain_dns_name_policies(self) -> DnsNamePolicies:  # type: ignore[empty-body]
         """Return the DNS-name policies this plugin provides."""
 
     @hookspec
-    def computedomain_channel_strategies(self) -> Sequence[ChannelStrategy]:  # type: ignore[empty-body]
+    def computedomain_channel_strategies(self) -> ChannelStrategies:  # type: ignore[empty-body]
         """Return the channel allocation strategies this plugin provides."""

@@ -56,7 +56,7 @@ BUILTINS: tuple[ResourceType, ...] = (
     R("", "v1", "nodes", "Node", False, ("no",), subresources=("status",),
       selectable_fields=("spec.unschedulable",)),
     R("", "v1", "pods", "Pod", True, ("po",), ("all",),
-      ("status", "binding", "eviction"), selectable_fields=_POD_FIELDS, generation=True,
+      ("status", "binding", "eviction", "log"), selectable_fields=_POD_FIELDS, generation=True,
       reset_status_on_create=True),
     R("", "v1", "events", "Event", True, ("ev",), selectable_fields=_EVENT_FIELDS),
     R("", "v1", "serviceaccounts", "ServiceAccount", True, ("sa",), subresources=("token",)),

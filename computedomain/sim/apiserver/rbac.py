@@ -51,6 +51,7 @@ class RequestAttributes:
 class Decision:
     allowed: bool
     reason: str
+    rule: RuleKey | None = None  # the stored or built-in rule that allowed the request
 
 
 @attrs.frozen
@@ -216,7 +217,7 @@ class RBACAuthorizer:
                 for grant in scope.get(subject, ()):
                     if self._grants(grant.rule, attrs):
                         self._used[grant.rule_key] += 1
-                        return Decision(True, f"RBAC: allowed by {grant.via}")
+                        return Decision(True, f"RBAC: allowed by {grant.via}", grant.rule_key)
         errors = [e for s in subjects for e in policy.cluster_errors.get(s, ())]
         if attrs.namespace and attrs.resource_request:
             ns_errors = policy.namespaced_errors.get(attrs.namespace, {})

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, Protocol
 
 import attrs
@@ -93,3 +94,5 @@ class ApiState:
     # Authentication/authorization (None: open server, see security.py).
     authenticator: Authenticator | None = None
     authorizer: RBACAuthorizer | None = None
+    # pods/log: (pod, container) -> its log files, oldest first (see podlogs.py); None: 404.
+    pod_logs: Callable[[Any, str], Sequence[Path]] | None = None

@@ -1,4 +1,5 @@
 """Subresources: ``status`` (any kind that has one), ``pods/binding``, ``pods/eviction``,
+``pods/log`` (:mod:`.podlogs`),
 ``serviceaccounts/token`` (TokenRequest) and ``namespaces/finalize``.
 
 Called by :mod:`.rest`; uses :mod:`.writes` and :mod:`.deletion` for the actual change.
@@ -10,7 +11,7 @@ from typing import Any
 
 from aiohttp import web
 
-from . import conversion, deletion, objects, reads, status, wire, writes
+from . import conversion, deletion, objects, podlogs, reads, status, wire, writes
 from .registry import ResourceType
 from .requestinfo import RequestInfo
 from .state import ApiState
@@ -62,6 +63,8 @@ async def handle(
                     served=rt,
                 )
             return wire.raw_response(view.render(res.entry.raw), 200, res.warnings)
+    elif method == "GET" and sub == "log":
+        return podlogs.respond(request, state, rt, ns, info.name)
     elif query.get("dryRun"):
         raise status.bad_request(f"dryRun is not supported for {rt.plural}/{sub}")
     elif method == "POST" and sub == "binding":

@@ -4,12 +4,14 @@ with ``deployments/`` installed.
 Created by ``computedomain sim run`` (which ``sim up`` starts in the background) and by the
 integration and e2e tests. :meth:`SimCluster.start` lays out the state directory
 (:mod:`.layout`), picks the isolation mode, takes a block of loopback addresses, starts the
-:class:`~computedomain.sim.apiserver.server.EmbeddedApiServer` with RBAC on, writes the admin
-kubeconfig, renders and installs the manifests (:mod:`.kustomize`, :mod:`.install`), and starts
-the scheduler, the DaemonSet/Deployment/resourceclaim controllers, pod GC and one kubelet per
-node of the :class:`.topology.Topology`. The components of ``deployments/`` then run as real
-processes in the simulated pods. :meth:`SimCluster.stop` kills every process and stops the
-server.
+:class:`~computedomain.sim.apiserver.server.EmbeddedApiServer` with RBAC on and (by default)
+HTTPS with a self-signed CA kept in the API server's data directory, writes the admin kubeconfig
+(with that CA as ``certificate-authority-data``, so kubectl and client-go accept it), renders
+and installs the manifests (:mod:`.kustomize`, :mod:`.install`), and starts the scheduler, the
+DaemonSet/Deployment/resourceclaim controllers, pod GC and one kubelet per node of the
+:class:`.topology.Topology` (each kubelet puts the CA into its pods' service account kubeconfig
+and projected ``ca.crt``). The components of ``deployments/`` then run as real processes in the
+simulated pods. :meth:`SimCluster.stop` kills every process and stops the server.
 """
 
 from __future__ import annotations
@@ -26,12 +28,14 @@ from typing import Any
 import attrs
 
 import computedomain
+from computedomain.api import validation
 from computedomain.kube import errors
 from computedomain.kube.client import ClientConfig, connect
 from computedomain.kube.events import EventRecorder
 from computedomain.kube.resources import DAEMON_SETS, DEPLOYMENTS, NODES
 from computedomain.kube.rest import Api
 from computedomain.runtime import logs
+from computedomain.sim.apiserver import rbac_usage
 from computedomain.sim.apiserver.server import EmbeddedApiServer
 from computedomain.sim.controllers.daemonset_controller import DaemonSetController
 from computedomain.sim.controllers.deployment_controller import DeploymentController
@@ -80,8 +84,10 @@ class ClusterConfig:
     settings: KubeletSettings = attrs.field(factory=KubeletSettings)
     use_kubectl: bool | None = None  # for rendering; None: when installed
     port: int = 0
+    tls: bool = True  # HTTPS: kubectl and client-go send tokens only over TLS
+    rbac_usage: Path | None = None  # record which RBAC rule allowed each request (rbac_usage)
     # Extra API server pipeline stages (fault injection, request accounting: see
-    # computedomain.sim.apiserver.pipeline).
+    # computedomain.sim.apiserver.pipeline), after the RBAC usage log's.
     api_stages: tuple[Any, ...] = ()
 
 
@@ -133,17 +139,28 @@ class SimCluster:
         self.addresses = AddressBlock.acquire()
         node_configs = topology.nodes(self.config.topology, self.addresses.node_address)
         self.layout.create([n.name for n in node_configs])
+        stages = []
+        if self.config.rbac_usage is not None:
+            stages.append(rbac_usage.stage(rbac_usage.UsageLog(self.config.rbac_usage)))
         self.server = EmbeddedApiServer(
             port=self.config.port,
             data_dir=self.layout.apiserver_dir,
             rbac=True,
-            stages=self.config.api_stages,
+            tls=self.config.tls,
+            stages=[*stages, *self.config.api_stages],
         )
         await self.server.start()
+        assert self.server.state is not None
+        self.server.state.pod_logs = self._log_files
         self.server.write_kubeconfig(self.layout.kubeconfig)
+        cert = self.server.serving_cert
         self.api = await connect(
             ClientConfig(
-                url=self.server.url, token=self.server.admin_token, qps=0, user_agent="sim"
+                url=self.server.url,
+                token=self.server.admin_token,
+                qps=0,
+                user_agent="sim",
+                ca_file=str(cert.cert_path) if cert is not None else None,
             )
         )
         if self.config.manifests is not None:
@@ -177,6 +194,7 @@ class SimCluster:
                 server_url=self.server.url,
                 pid_dir=self.layout.pids_dir,
                 settings=self.config.settings,
+                server_ca=cert.cert_pem if cert is not None else None,
             )
             self.kubelets[node.name] = kubelet
             self._tasks.append(asyncio.create_task(events.run(), name=f"events-{node.name}"))
@@ -187,6 +205,19 @@ class SimCluster:
     def _api(self) -> Api:
         assert self.api is not None
         return self.api
+
+    def _log_files(self, pod: Mapping[str, Any], container: str) -> list[Path]:
+        """The container's log files on its node (``<restart>.log``), oldest first: what the
+        API server's ``pods/log`` serves. Raises ValueError for an unsafe name."""
+        meta, node = pod["metadata"], str((pod.get("spec") or {}).get("nodeName") or "")
+        kubelet = self.kubelets.get(node)
+        if kubelet is None:
+            return []
+        paths = kubelet.ctx.paths
+        directory = paths.log_dir(meta["namespace"], meta["name"], meta["uid"])
+        directory /= validation.safe_path_component("container", container)
+        logs = [p for p in directory.glob("*.log") if p.stem.isdigit()]
+        return sorted(logs, key=lambda p: int(p.stem))
 
     def _spawn(self, name: str, make: Callable[[EventRecorder], Awaitable[None]]) -> None:
         events = EventRecorder(self._api(), component=name)

@@ -77,6 +77,7 @@ class Kubelet:
         pid_dir: Path | None,
         settings: KubeletSettings | None = None,
         clock: Clock | None = None,
+        server_ca: bytes | None = None,
     ) -> None:
         settings = settings or KubeletSettings()
         clock = clock or REAL_CLOCK
@@ -105,6 +106,7 @@ class Kubelet:
             pid_dir=pid_dir,
             backoff=settings.restart_backoff,
             retry=settings.retry_backoff,
+            server_ca=server_ca,
         )
         selector = f"spec.nodeName={self.name}"
         self.pods = Informer(api, PODS, field_selector=selector, name=f"kubelet-{self.name}")

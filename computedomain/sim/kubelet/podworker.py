@@ -65,6 +65,7 @@ class KubeletContext:
     pid_dir: Path | None
     backoff: restarts.Backoff
     retry: restarts.Backoff  # prepare, volumes and token retries
+    server_ca: bytes | None = None  # the HTTPS API server's CA (PEM); None for plain HTTP
 
 
 class PodWorker:
@@ -276,7 +277,7 @@ class PodWorker:
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self._token = await tokens.write_pod_kubeconfig(
-                self.ctx.api, self.pod, self.ctx.server_url, path
+                self.ctx.api, self.pod, self.ctx.server_url, path, self.ctx.server_ca
             )
         except errors.NotFound:
             if (spec.get("serviceAccountName") or "default") == "default":
@@ -286,7 +287,9 @@ class PodWorker:
 
     async def _volumes(self, context: launch.PodContext, pod_dir: Path) -> Mapping[str, Path]:
         sources = launch.volume_sources(self.pod, context)
-        volumes.prepare_pod_files(self.pod, pod_dir, self.pod_ip, sources, token=self._token)
+        volumes.prepare_pod_files(
+            self.pod, pod_dir, self.pod_ip, sources, token=self._token, ca_pem=self.ctx.server_ca
+        )
         return sources
 
     async def _prepare(self) -> PreparedClaims:

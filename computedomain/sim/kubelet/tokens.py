@@ -10,6 +10,7 @@ reads a kubeconfig once, so a refreshed file would not reach a running program.
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -50,12 +51,16 @@ async def request_token(api: Api, pod: Mapping[str, Any], seconds: int = TOKEN_S
     return str(answer["status"]["token"])
 
 
-def kubeconfig_text(server: str, token: str, namespace: str) -> str:
-    """A kubeconfig for ``server`` with ``token`` and ``namespace`` as default. Pure."""
+def kubeconfig_text(server: str, token: str, namespace: str, ca_pem: bytes | None = None) -> str:
+    """A kubeconfig for ``server`` with ``token`` and ``namespace`` as default; with ``ca_pem``
+    (an HTTPS server's CA) as ``certificate-authority-data``. Pure."""
+    cluster: dict[str, str] = {"server": server}
+    if ca_pem is not None:
+        cluster["certificate-authority-data"] = base64.b64encode(ca_pem).decode()
     config = {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{"name": "sim", "cluster": {"server": server}}],
+        "clusters": [{"name": "sim", "cluster": cluster}],
         "users": [{"name": "pod", "user": {"token": token}}],
         "contexts": [
             {"name": "sim", "context": {"cluster": "sim", "user": "pod", "namespace": namespace}}
@@ -65,10 +70,13 @@ def kubeconfig_text(server: str, token: str, namespace: str) -> str:
     return yaml.safe_dump(config, sort_keys=False)
 
 
-async def write_pod_kubeconfig(api: Api, pod: Mapping[str, Any], server: str, path: Path) -> str:
-    """Request a token, write the pod's kubeconfig (mode 0600) and return the token. Raises API
-    errors."""
+async def write_pod_kubeconfig(
+    api: Api, pod: Mapping[str, Any], server: str, path: Path, ca_pem: bytes | None = None
+) -> str:
+    """Request a token, write the pod's kubeconfig (mode 0600, trusting ``ca_pem`` when the
+    server is HTTPS) and return the token. Raises API errors."""
     token = await request_token(api, pod)
     namespace = str((pod.get("metadata") or {}).get("namespace", "default"))
-    await files.write_atomic(path, kubeconfig_text(server, token, namespace).encode(), mode=0o600)
+    text = kubeconfig_text(server, token, namespace, ca_pem)
+    await files.write_atomic(path, text.encode(), mode=0o600)
     return token

@@ -30,8 +30,10 @@ def prepare_pod_files(
     sources: Mapping[str, Path],
     *,
     token: str | None,
+    ca_pem: bytes | None = None,
 ) -> None:
-    """Write the pod's hosts file and make its volumes. Idempotent. Raises :class:`VolumeError`."""
+    """Write the pod's hosts file and make its volumes (a projected ``ca.crt`` holds
+    ``ca_pem``, the API server's CA, when given). Idempotent. Raises :class:`VolumeError`."""
     pod_dir.mkdir(parents=True, exist_ok=True)
     files.atomic_write(pod_dir / "etc-hosts", hosts_file(pod, pod_ip).encode())
     for volume in (pod.get("spec") or {}).get("volumes") or []:
@@ -42,7 +44,7 @@ def prepare_pod_files(
         elif "emptyDir" in volume:
             path.mkdir(parents=True, exist_ok=True)
         elif "projected" in volume:
-            _projected(pod, path, volume["projected"], token)
+            _projected(pod, path, volume["projected"], token, ca_pem)
 
 
 def write_devices(devices: Sequence[DevicePlaceholder]) -> None:
@@ -70,7 +72,11 @@ def _host_path(name: str, path: Path, kind: str) -> None:
 
 
 def _projected(
-    pod: Mapping[str, Any], path: Path, spec: Mapping[str, Any], token: str | None
+    pod: Mapping[str, Any],
+    path: Path,
+    spec: Mapping[str, Any],
+    token: str | None,
+    ca_pem: bytes | None,
 ) -> None:
     path.mkdir(parents=True, exist_ok=True)
     meta = pod.get("metadata") or {}
@@ -87,4 +93,8 @@ def _projected(
             if value is not None:
                 files.atomic_write(path / str(item.get("path")), str(value).encode())
         for item in (source.get("configMap") or {}).get("items") or []:
-            (path / str(item.get("path"))).touch(exist_ok=True)
+            target = path / str(item.get("path"))
+            if item.get("key") == "ca.crt" and ca_pem is not None:
+                files.atomic_write(target, ca_pem)  # kube-root-ca.crt, as in-cluster config reads
+            else:
+                target.touch(exist_ok=True)

@@ -1,13 +1,14 @@
 """Hypothesis properties of ``per-domain``: distinct channels per domain on a node, in range.
 
-Besides the single-call contract, a random history of prepares and unprepares on one node
-(each prepare seeing the other prepared claims, as the kubelet plugin computes ``in_use``)
-must never let two domains hold the same channel, and gives every domain one channel at a time.
+Besides the single-call contract (and the probe order it follows), a random history of prepares
+and unprepares on one node (each prepare seeing the other prepared claims, as the kubelet plugin
+computes ``in_use``) must never let two domains hold the same channel, and gives every domain
+one channel at a time.
 """
 
 from __future__ import annotations
 
-from computedomain_channels_per_domain import PerDomainChannel
+from computedomain_channels_per_domain import PerDomainChannel, home_channel, probe_order
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -50,9 +51,22 @@ def test_one_channel_in_range_that_no_other_domain_holds(request: ChannelRequest
     own = request.in_use.get(request.domain_id, frozenset())
     if any(c in free for c in own):
         assert channel in own  # pods of one domain on a node share its channel
-    else:
-        assert channel == free[0]
+    else:  # the first free channel in the domain's probe order: its home when free
+        order = list(probe_order(request.domain_id, request.channel_count))
+        assert channel == next(c for c in order if c not in others)
     assert tuple(STRATEGY.channels(request)) == answer  # pure
+
+
+@SETTINGS
+@given(st.text(max_size=40), st.integers(min_value=0, max_value=3000))
+def test_the_probe_order_is_every_channel_once_from_the_home_with_zero_last(
+    domain: str, channel_count: int
+) -> None:
+    order = list(probe_order(domain, channel_count))
+    assert sorted(order) == list(range(channel_count))
+    if channel_count > 1:
+        assert order[0] == home_channel(domain, channel_count) >= 1
+        assert order[-1] == 0
 
 
 prepare = st.tuples(st.just("prepare"), st.integers(0, 9), domains)

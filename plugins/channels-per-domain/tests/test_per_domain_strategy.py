@@ -1,11 +1,12 @@
-"""The ``per-domain`` channel strategy: one channel per domain on a node, never another's."""
+"""The ``per-domain`` channel strategy: a domain's home channel, never another domain's."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 
 import pytest
-from computedomain_channels_per_domain import NAME, PerDomainChannel
+from computedomain_channels_per_domain import NAME, PerDomainChannel, home_channel, probe_order
 from computedomain_channels_per_domain.hooks import plugin
 
 from computedomain.policies import registry
@@ -26,32 +27,51 @@ def request(
     )
 
 
-def test_the_first_domain_on_a_node_gets_channel_zero() -> None:
-    assert tuple(STRATEGY.channels(request("cd-a", {}))) == (0,)
+def answer(
+    domain: str, in_use: Mapping[str, set[int]], channel_count: int = 2048
+) -> tuple[int, ...]:
+    return tuple(STRATEGY.channels(request(domain, in_use, channel_count)))
 
 
-def test_a_second_domain_gets_the_lowest_channel_no_other_domain_holds() -> None:
-    assert tuple(STRATEGY.channels(request("cd-b", {"cd-a": {0}}))) == (1,)
-    assert tuple(STRATEGY.channels(request("cd-c", {"cd-a": {0}, "cd-b": {2}}))) == (1,)
+def test_a_domain_gets_its_home_channel_on_every_node_where_it_is_free() -> None:
+    home = home_channel("cd-a", 2048)
+    assert 1 <= home < 2048
+    assert answer("cd-a", {}) == (home,)
+    assert answer("cd-a", {"cd-b": {home_channel("cd-b", 2048)}}) == (home,)
+
+
+def test_homes_are_sha256_of_the_domain_id_and_spread_out() -> None:
+    digest = hashlib.sha256(b"cd-a").digest()
+    assert home_channel("cd-a", 2048) == 1 + int.from_bytes(digest[:8], "big") % 2047
+    homes = {home_channel(f"00000000-0000-0000-0000-{i:012d}", 2048) for i in range(100)}
+    assert len(homes) > 90  # distinct domains rarely share a home
+
+
+def test_a_taken_home_probes_to_the_next_channel_then_wraps_and_ends_at_zero() -> None:
+    home = home_channel("cd-b", 8)
+    assert answer("cd-b", {"cd-a": {home}}, channel_count=8) == (home % 7 + 1,)
+    assert list(probe_order("cd-b", 8)) == [1 + (home - 1 + i) % 7 for i in range(7)] + [0]
+    assert answer("cd-b", {"cd-a": set(range(1, 8))}, channel_count=8) == (0,)
 
 
 def test_a_domain_keeps_the_channel_its_other_claims_hold() -> None:
-    assert tuple(STRATEGY.channels(request("cd-b", {"cd-a": {0}, "cd-b": {5}}))) == (5,)
+    assert answer("cd-b", {"cd-a": {0}, "cd-b": {5}}) == (5,)
 
 
 def test_of_several_own_channels_the_lowest_is_shared() -> None:
     # e.g. after an operator switched this domain from All to per-domain
-    assert tuple(STRATEGY.channels(request("cd-b", {"cd-a": {0}, "cd-b": {0, 3, 4}}))) == (3,)
+    assert answer("cd-b", {"cd-a": {0}, "cd-b": {0, 3, 4}}) == (3,)
 
 
 def test_an_own_channel_another_domain_also_holds_is_not_reused() -> None:
     # channel 0 was handed out by the built-in Single strategy to both domains
-    assert tuple(STRATEGY.channels(request("cd-b", {"cd-a": {0}, "cd-b": {0}}))) == (1,)
+    assert answer("cd-b", {"cd-a": {0}, "cd-b": {0}}) == (home_channel("cd-b", 2048),)
 
 
 def test_channels_outside_the_node_are_never_returned() -> None:
-    assert tuple(STRATEGY.channels(request("cd-b", {"cd-b": {9}}, channel_count=4))) == (0,)
-    assert tuple(STRATEGY.channels(request("cd-b", {"cd-a": {0, 1, 7}}, channel_count=4))) == (2,)
+    assert answer("cd-b", {"cd-b": {9}}, channel_count=4) == (home_channel("cd-b", 4),)
+    assert answer("cd-b", {"cd-a": {1, 2, 3, 7}}, channel_count=4) == (0,)
+    assert answer("cd-b", {}, channel_count=1) == (0,)
 
 
 @pytest.mark.parametrize(
@@ -60,13 +80,13 @@ def test_channels_outside_the_node_are_never_returned() -> None:
     ids=["two-domains-two-channels", "no-channels", "one-domain-holds-all"],
 )
 def test_an_exhausted_node_gives_no_channel(in_use: Mapping[str, set[int]], count: int) -> None:
-    assert tuple(STRATEGY.channels(request("cd-new", in_use, channel_count=count))) == ()
+    assert answer("cd-new", in_use, channel_count=count) == ()
 
 
 def test_the_allocation_mode_does_not_matter() -> None:
     single = request("cd-b", {"cd-a": {0}})
     all_mode = ChannelRequest("All", "cd-b", "claim", single.in_use, single.channel_count)
-    assert tuple(STRATEGY.channels(all_mode)) == tuple(STRATEGY.channels(single)) == (1,)
+    assert tuple(STRATEGY.channels(all_mode)) == tuple(STRATEGY.channels(single))
 
 
 def test_the_strategy_object_is_a_channel_strategy() -> None:

@@ -84,15 +84,25 @@ def test_the_suffix_comes_from_the_environment_when_built() -> None:
     assert from_environment({}).suffix == DEFAULT_SUFFIX
 
 
-def test_the_hook_reads_the_environment_once_at_load(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_hook_reads_the_environment_once_when_selected(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(ENV_SUFFIX, "before.example.com")
+    catalog = registry.load(entry_points=False, extra=[plugin]).dns_names
     monkeypatch.setenv(ENV_SUFFIX, "rack1.imex.example.com")
-    policy = registry.load(entry_points=False, extra=[plugin]).dns_names.get(NAME)
+    policy = catalog.get(NAME)
     monkeypatch.setenv(ENV_SUFFIX, "elsewhere.example.com")
     assert policy.dns_name(1) == "compute-domain-daemon-0001.rack1.imex.example.com"
+    assert catalog.get(NAME) is policy
     assert isinstance(policy, DnsNamePolicy)
 
 
-def test_a_bad_suffix_in_the_environment_fails_loading(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_bad_suffix_fails_only_when_the_policy_is_selected(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv(ENV_SUFFIX, "Bad_Suffix")
+    catalog = registry.load(entry_points=False, extra=[plugin]).dns_names
+    assert catalog.names() == ["suffix", "upstream"]
+    assert catalog.get("upstream").dns_name(1) == "compute-domain-daemon-0001"
     with pytest.raises(ConfigError, match=f"^{ENV_SUFFIX}: 'Bad_Suffix' is not a DNS subdomain"):
-        registry.load(entry_points=False, extra=[plugin])
+        catalog.get(NAME)

@@ -111,3 +111,45 @@ def test_check_non_negative() -> None:
     config.check_non_negative("--status-coalesce-window", 0)
     with pytest.raises(ConfigError, match="must not be negative"):
         config.check_non_negative("--status-coalesce-window", -0.1)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("", ()),
+        (" ", ()),
+        ("CD_DNS_SUFFIX=imex.example.com", (("CD_DNS_SUFFIX", "imex.example.com"),)),
+        (" B = 2 ,, A=1,", (("B", "2"), ("A", "1"))),
+        ("EMPTY=", (("EMPTY", ""),)),
+        ('{"LIST": "a,b", "X": "="}', (("LIST", "a,b"), ("X", "="))),
+    ],
+)
+def test_policy_env(text: str, expected: tuple[tuple[str, str], ...]) -> None:
+    assert config.parse_policy_env(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("CD_DNS_SUFFIX", "'CD_DNS_SUFFIX' is not NAME=value"),
+        ("1X=a", "'1X' is not an environment variable name"),
+        ("A-B=a", "'A-B' is not an environment variable name"),
+        ("INDEX_POLICY=stable-hash", "INDEX_POLICY is set by the DaemonSet itself"),
+        ("COMPUTE_DOMAIN_UUID=x", "COMPUTE_DOMAIN_UUID is set by the DaemonSet itself"),
+        ("A=1,A=2", "A is given twice"),
+        ("{bad", "invalid JSON"),
+        ('{"A": 1}', "must be a JSON object of strings"),
+    ],
+)
+def test_bad_policy_env_names_the_setting(text: str, fragment: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        config.parse_policy_env(text)
+    assert info.value.field == "CD_DAEMON_POLICY_ENV"
+    assert fragment in info.value.reason
+
+
+def test_policy_names_are_trimmed_and_must_be_one_word() -> None:
+    assert config.parse_policy_name("INDEX_POLICY", " stable-hash ") == "stable-hash"
+    assert config.parse_policy_name("INDEX_POLICY", "") == ""
+    with pytest.raises(ConfigError, match=r"^DNS_NAME_POLICY: 'my policy' is not a policy name"):
+        config.parse_policy_name("DNS_NAME_POLICY", "my policy")

@@ -44,6 +44,7 @@ def test_upstream_defaults() -> None:
         "cd-imex-daemon",
     )
     assert cfg.controller.cleanup_interval == 600.0
+    assert (daemon.index_policy, daemon.dns_name_policy, daemon.policy_env) == ("", "", ())
 
 
 def test_every_setting_from_the_environment() -> None:
@@ -71,6 +72,9 @@ def test_every_setting_from_the_environment() -> None:
         CD_DAEMON_RESOURCES="cpu=100m,memory=64Mi",
         DAEMON_COMMAND="/usr/bin/cd-imex-daemon",
         CLEANUP_INTERVAL="1m",
+        INDEX_POLICY="stable-hash",
+        DNS_NAME_POLICY=" suffix ",
+        CD_DAEMON_POLICY_ENV="CD_DNS_SUFFIX=imex.example.com, OTHER=1",
     )
     daemon = cfg.controller.daemon
     assert cfg.controller.managed_namespaces == ("nvidia-dra", "old-ns", "other")
@@ -89,6 +93,8 @@ def test_every_setting_from_the_environment() -> None:
     assert daemon.resources == {"requests": {"cpu": "100m", "memory": "64Mi"}}
     assert daemon.command == "/usr/bin/cd-imex-daemon"
     assert cfg.controller.cleanup_interval == 60.0
+    assert (daemon.index_policy, daemon.dns_name_policy) == ("stable-hash", "suffix")
+    assert daemon.policy_env == (("CD_DNS_SUFFIX", "imex.example.com"), ("OTHER", "1"))
 
 
 def test_flags_win_over_environment_and_klog_v_works() -> None:
@@ -135,6 +141,9 @@ def test_flags_win_over_environment_and_klog_v_works() -> None:
             "LEADER_ELECTION_RENEW_DEADLINE: must be longer than 1.2 x",
         ),
         ({"LEADER_ELECTION_ENABLED": "perhaps"}, "environment variable LEADER_ELECTION_ENABLED"),
+        ({"INDEX_POLICY": "stable hash"}, "INDEX_POLICY: 'stable hash' is not a policy name"),
+        ({"DNS_NAME_POLICY": "a\tb"}, "DNS_NAME_POLICY: 'a\\tb' is not a policy name"),
+        ({"CD_DAEMON_POLICY_ENV": "NODE_NAME=x"}, "CD_DAEMON_POLICY_ENV: NODE_NAME is set by"),
     ],
     ids=lambda v: next(iter(v)) if isinstance(v, dict) else None,
 )

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from computedomain.api import convert
+from computedomain.api import convert, names
 from computedomain.api.models import ComputeDomainNode, ConditionStatus
 from computedomain.controller import readiness
 from computedomain.controller.readiness import Problem
@@ -116,3 +116,48 @@ def test_details_are_capped() -> None:
     got = readiness.readiness(nodes=nodes, num_nodes=0, pods=[])
     assert got.message.endswith("; and 3 more")
     assert got.message.count("NotReady, no daemon pod") == readiness.MAX_DETAILS
+
+
+def _with_problem(pod: dict[str, Any], text: str) -> dict[str, Any]:
+    pod["metadata"].setdefault("annotations", {})[names.DAEMON_PROBLEM_ANNOTATION] = text
+    return pod
+
+
+HELD = (
+    "IMEXSessionHeldByHost: nvidia-imex cannot start: the IMEX session is held by a host "
+    "nvidia-imex.service (NV_ERR_IN_USE)"
+)
+
+
+def test_a_host_problem_a_daemon_published_is_the_reason_and_quoted() -> None:
+    pods = [
+        b.pod("a", name="da"),
+        _with_problem(b.pod("b", name="db", ready=False), HELD),
+    ]
+    nodes = _nodes(b.node_entry("a"), b.node_entry("b", status="NotReady"))
+    got = readiness.readiness(nodes=nodes, num_nodes=2, pods=pods)
+    assert got.status is ConditionStatus.FALSE
+    assert got.reason == "IMEXSessionHeldByHost"
+    assert got.message == (
+        "1/2 nodes ready; b: daemon pod Running: nvidia-imex cannot start: the IMEX session is "
+        "held by a host nvidia-imex.service (NV_ERR_IN_USE)"
+    )
+
+
+def test_a_published_problem_of_a_ready_node_is_ignored() -> None:
+    pods = [_with_problem(b.pod("a", name="da"), HELD)]
+    got = readiness.readiness(nodes=_nodes(b.node_entry("a")), num_nodes=1, pods=pods)
+    assert (got.status, got.reason) == (ConditionStatus.TRUE, "NodesReady")
+
+
+@pytest.mark.parametrize(
+    ("text", "reason", "message"),
+    [
+        (HELD, "IMEXSessionHeldByHost", HELD.split(": ", 1)[1]),
+        ("no reason here", "NodesNotReady", "no reason here"),
+        ("Bad reason: words", "NodesNotReady", "Bad reason: words"),
+    ],
+)
+def test_pod_problem_parses_reason_and_message(text: str, reason: str, message: str) -> None:
+    assert readiness.pod_problem(_with_problem(b.pod("n"), text)) == Problem(reason, message)
+    assert readiness.pod_problem(b.pod("n")) is None

@@ -219,6 +219,31 @@ def test_no_optional_fields_by_default() -> None:
     ):
         assert absent not in spec
     assert "ownerReferences" not in rendering.daemon_set(_cd(), builders.SETTINGS)["metadata"]
+    env = {e["name"] for e in spec["containers"][0]["env"]}
+    assert not env & {"INDEX_POLICY", "DNS_NAME_POLICY", "CD_DNS_SUFFIX"}
+
+
+def test_policies_and_their_settings_follow_the_upstream_env_in_order() -> None:
+    settings = attrs.evolve(
+        builders.SETTINGS,
+        index_policy="stable-hash",
+        dns_name_policy="suffix",
+        policy_env=(("CD_DNS_SUFFIX", "imex.example.com"), ("A", "1")),
+    )
+    env = _pod_spec(settings)["containers"][0]["env"]
+    upstream = _pod_spec(builders.SETTINGS)["containers"][0]["env"]
+    assert env[: len(upstream)] == upstream
+    assert env[len(upstream) :] == [
+        {"name": "INDEX_POLICY", "value": "stable-hash"},
+        {"name": "DNS_NAME_POLICY", "value": "suffix"},
+        {"name": "CD_DNS_SUFFIX", "value": "imex.example.com"},
+        {"name": "A", "value": "1"},
+    ]
+
+
+def test_a_policy_is_rendered_only_when_set() -> None:
+    env = _pod_spec(attrs.evolve(builders.SETTINGS, dns_name_policy="suffix"))["containers"][0]
+    assert [e["name"] for e in env["env"] if "POLICY" in e["name"]] == ["DNS_NAME_POLICY"]
 
 
 def test_daemon_claim_template_matches_the_contract() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -79,3 +81,42 @@ async def test_orphaned_specs_and_domain_dirs(tmp_path: Path) -> None:
     assert sorted(p.name for p in h.state.facts.domains_root.iterdir()) == [cd["metadata"]["uid"]]
     await cleanup.run_once()  # idempotent
     assert h.cdi.claim_uids() == {kept["metadata"]["uid"]}
+
+
+async def test_a_domain_dir_is_kept_while_a_daemon_claim_holds_it(tmp_path: Path) -> None:
+    h = fx.harness(tmp_path)
+    cd = h.cluster.add(fx.domain())
+    uid = cd["metadata"]["uid"]
+    daemon = fx.claim("daemon", uid)
+    await h.state.prepare(daemon, requested_at=h.tick())
+    h.cluster.domains.pop(uid)  # the domain is gone; its daemon has not been unprepared yet
+    cleanup = cleanup_for(h, {})
+    assert await cleanup.domain_dirs() == []
+    await h.state.forget(daemon["metadata"]["uid"])
+    assert await cleanup.domain_dirs() == [uid]
+
+
+async def test_a_kick_runs_the_cleanup_before_the_period(tmp_path: Path) -> None:
+    h = fx.harness(tmp_path)
+    first = h.state.facts.domains_root / "removed-at-start"
+    first.mkdir(parents=True)
+    later = h.state.facts.domains_root / "deleted-later"
+    cleanup = cleanup_for(h, {})
+    runner = asyncio.create_task(cleanup.run(interval=3600))
+    try:
+        await removed(first)  # the run at start is over
+        later.mkdir()
+        cleanup.kick()
+        await removed(later)  # long before the period
+    finally:
+        runner.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await runner
+
+
+async def removed(path: Path) -> None:
+    for _ in range(1000):
+        if not await asyncio.to_thread(path.exists):
+            return
+        await asyncio.sleep(0.01)
+    pytest.fail(f"{path} still there after 10 s")

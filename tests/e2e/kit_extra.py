@@ -1,0 +1,269 @@
+"""More scenario helpers, beside :mod:`.kit`: variants of the simulation's manifests (an overlay
+of ``deployments/overlays/sim`` written into a test's temporary directory, with components,
+extra environment for the controller and the kubelet plugin, and controller replicas), the
+driver's component pods and their logs, and the controller's leader-election lease.
+
+Also two clusters shared by several modules (session fixtures, one ``sim up`` each, for the
+modules of one xdist group): :func:`default_cluster` and :func:`leader_election_cluster`, and
+:func:`release` that frees a test's nodes for the next one.
+
+Used by the scenario modules of part 2 (restarts, numNodes, IP mode, leader election, host IMEX
+conflict, least privilege).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shlex
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+
+from computedomain.api import names
+from computedomain.kube import errors, resources
+from computedomain.kube.rest import Api
+from computedomain.sim.imex import wrappers
+
+from .kit import DRIVER_NAMESPACE, Cluster, module_cluster, wait_until
+
+REPO = Path(__file__).resolve().parents[2]
+SIM_OVERLAY = REPO / "deployments" / "overlays" / "sim"
+CONTROLLER = "computedomain-controller"
+PLUGIN = "computedomain-kubelet-plugin"
+CONTROLLER_SELECTOR = "app.kubernetes.io/component=controller"
+PLUGIN_SELECTOR = "app.kubernetes.io/component=kubelet-plugin"
+LEASE = "computedomain-controller"
+
+Obj = dict[str, Any]
+
+
+def _env_patch(kind: str, name: str, env: Mapping[str, str]) -> list[str]:
+    lines = [
+        "  - target:",
+        f"      kind: {kind}",
+        f"      name: {name}",
+        "    patch: |-",
+    ]
+    for key, value in env.items():
+        lines += [
+            "      - op: add",
+            "        path: /spec/template/spec/containers/0/env/-",
+            f"        value: {{name: {key}, value: {json.dumps(value)}}}",
+        ]
+    return lines
+
+
+def overlay(
+    directory: Path,
+    *,
+    components: Sequence[str] = (),
+    controller_env: Mapping[str, str] | None = None,
+    plugin_env: Mapping[str, str] | None = None,
+) -> Path:
+    """Write a kustomization in ``directory`` (created) over the simulation's manifests, adding
+    the named components of ``deployments/components`` and environment variables to the
+    controller and the kubelet plugin (appended, so they override earlier entries of the same
+    name). Returns the directory, for ``sim up --manifests``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    base = os.path.relpath(SIM_OVERLAY, directory)
+    lines = [
+        "apiVersion: kustomize.config.k8s.io/v1beta1",
+        "kind: Kustomization",
+        "resources:",
+        f"  - {base}",
+    ]
+    if components:
+        lines.append("components:")
+        for component in components:
+            path = os.path.relpath(REPO / "deployments" / "components" / component, directory)
+            lines.append(f"  - {path}")
+    patches: list[str] = []
+    if controller_env:
+        patches += _env_patch("Deployment", CONTROLLER, controller_env)
+    if plugin_env:
+        patches += _env_patch("DaemonSet", PLUGIN, plugin_env)
+    if patches:
+        lines += ["patches:", *patches]
+    (directory / "kustomization.yaml").write_text("\n".join(lines) + "\n")
+    return directory
+
+
+async def component_pods(api: Api, selector: str) -> list[Obj]:
+    """The driver's pods matching ``selector`` (controller or plugin), live ones only."""
+    items, _ = await api.list_all(resources.PODS, DRIVER_NAMESPACE, label_selector=selector)
+    return [p for p in items if not p["metadata"].get("deletionTimestamp")]
+
+
+def ready(pod: Obj) -> bool:
+    """Whether the pod runs with its Ready condition True."""
+    status = pod.get("status") or {}
+    conditions = status.get("conditions") or ()
+    return status.get("phase") == "Running" and any(
+        c.get("type") == "Ready" and c.get("status") == "True" for c in conditions
+    )
+
+
+def container_pid(pod: Obj) -> int:
+    """The PID of the pod's first container (the simulated runtime's ``sim://<pid>`` id)."""
+    statuses = (pod.get("status") or {}).get("containerStatuses") or ()
+    for status in statuses:
+        container_id = status.get("containerID") or ""
+        if container_id.startswith("sim://"):
+            return int(container_id.removeprefix("sim://"))
+    raise AssertionError(f"pod {pod['metadata']['name']} has no running container: {statuses}")
+
+
+def driver_logs(cluster: Cluster) -> dict[str, str]:
+    """Every container log (all restarts) of the driver namespace's pods on every node, by path
+    relative to the state directory."""
+    out: dict[str, str] = {}
+    for node in cluster.nodes:
+        pods = cluster.node_root(node) / "var/log/pods"
+        for path in sorted(pods.glob(f"{DRIVER_NAMESPACE}_*/*/*.log")):
+            out[str(path.relative_to(cluster.state_dir))] = path.read_text(errors="replace")
+    return out
+
+
+async def lease_holder(api: Api) -> str | None:
+    """The controller lease's ``holderIdentity`` (None when absent or released)."""
+    try:
+        lease = await api.get(resources.LEASES, LEASE, DRIVER_NAMESPACE)
+    except errors.NotFound:
+        return None
+    return (lease.get("spec") or {}).get("holderIdentity") or None
+
+
+def imex_wrappers(directory: Path, markers: Path) -> Path:
+    """A directory for ``sim up --imex-path`` with ``nvidia-imex`` and ``nvidia-imex-ctl`` that
+    run the simulation's stand-ins, where a file ``<markers>/<node>.held`` makes the host hold
+    the IMEX session on that node (the stand-in's ``SIM_IMEX_HOST_SESSION_FILE`` switch: it
+    then fails with ``NV_ERR_IN_USE`` while the file exists)."""
+    stand_ins = wrappers.ensure(directory / "stand-ins")
+    held = shlex.quote(str(markers)) + '/"$NODE_NAME".held'
+    bin_dir = directory / "bin"
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    imex = bin_dir / "nvidia-imex"
+    imex.write_text(
+        "#!/bin/sh\n"
+        f"export SIM_IMEX_HOST_SESSION_FILE={held}\n"
+        f'exec {shlex.quote(str(stand_ins / "nvidia-imex"))} "$@"\n'
+    )
+    ctl = bin_dir / "nvidia-imex-ctl"
+    ctl.write_text(f'#!/bin/sh\nexec {shlex.quote(str(stand_ins / "nvidia-imex-ctl"))} "$@"\n')
+    for path in (imex, ctl):
+        path.chmod(0o755)
+    return bin_dir
+
+
+@attrs.frozen
+class Shared:
+    """A cluster several scenario modules share (one ``sim up`` for all of them): the nodes'
+    host-session markers (see :func:`imex_wrappers`) and, when recorded, the RBAC-usage file."""
+
+    cluster: Cluster
+    markers: Path
+    rbac_usage: Path | None = None
+
+
+# Clusters shared by several modules of one pytest process. A fixture imported into a test
+# module is a separate definition per module (pytest caches each on its own), so the modules'
+# session fixtures share through this registry: the first starts the cluster, the last to
+# finish (at the session's end) stops it.
+_SHARED: dict[str, tuple[Shared, contextlib.ExitStack, list[int]]] = {}
+
+
+@contextlib.contextmanager
+def _shared(name: str, start: Callable[[contextlib.ExitStack], Shared]) -> Iterator[Shared]:
+    if name not in _SHARED:
+        stack = contextlib.ExitStack()
+        try:
+            shared = start(stack)
+        except BaseException:
+            stack.close()
+            raise
+        _SHARED[name] = (shared, stack, [0])
+    shared, stack, users = _SHARED[name]
+    users[0] += 1
+    try:
+        yield shared
+    finally:
+        users[0] -= 1
+        if users[0] == 0:
+            del _SHARED[name]
+            stack.close()
+
+
+@pytest.fixture(scope="session")
+def default_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Shared]:
+    """The simulation's manifests on one rack of four nodes, the IMEX stand-ins behind
+    :func:`imex_wrappers`. For the modules of xdist group ``scen2-default``; each test frees
+    the nodes it used (:func:`release`)."""
+
+    def start(stack: contextlib.ExitStack) -> Shared:
+        root = tmp_path_factory.mktemp("scen2-default")
+        markers = root / "markers"
+        markers.mkdir()
+        imex_path = imex_wrappers(root / "imex", markers)
+        cluster = stack.enter_context(
+            module_cluster(
+                tmp_path_factory,
+                "scen2-default-sim",
+                racks=1,
+                nodes_per_rack=4,
+                extra_args=[f"--imex-path={imex_path}"],
+            )
+        )
+        return Shared(cluster, markers)
+
+    with _shared("default", start) as shared:
+        yield shared
+
+
+@pytest.fixture(scope="session")
+def leader_election_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Shared]:
+    """Two controller replicas with leader election (the ``leader-election`` component over
+    the simulation's manifests), one rack of two nodes, recording RBAC use
+    (``--rbac-usage``). For the modules of xdist group ``scen2-leader-election``."""
+
+    def start(stack: contextlib.ExitStack) -> Shared:
+        root = tmp_path_factory.mktemp("scen2-le")
+        manifests = overlay(root / "overlay", components=["leader-election"])
+        usage = root / "rbac-usage.jsonl"
+        cluster = stack.enter_context(
+            module_cluster(
+                tmp_path_factory,
+                "scen2-le-sim",
+                racks=1,
+                nodes_per_rack=2,
+                extra_args=[f"--manifests={manifests}", f"--rbac-usage={usage}"],
+            )
+        )
+        return Shared(cluster, root, usage)
+
+    with _shared("leader-election", start) as shared:
+        yield shared
+
+
+async def release(api: Api, cluster: Cluster, ns: str) -> None:
+    """Delete the namespace's Deployments, pods and ComputeDomains and wait until they are gone
+    and no node carries a domain label any more, so the next test finds the nodes free."""
+    for resource in (resources.DEPLOYMENTS, resources.PODS, resources.COMPUTE_DOMAINS):
+        items, _ = await api.list_all(resource, ns)
+        for item in items:
+            with contextlib.suppress(errors.NotFound):
+                await api.delete(resource, item["metadata"]["name"], ns)
+
+    async def free() -> bool:
+        for resource in (resources.PODS, resources.COMPUTE_DOMAINS):
+            items, _ = await api.list_all(resource, ns)
+            if items:
+                return False
+        nodes, _ = await api.list_all(resources.NODES)
+        return not any(names.COMPUTE_DOMAIN_LABEL in n["metadata"].get("labels", {}) for n in nodes)
+
+    await wait_until(f"namespace {ns} released its nodes", free)

@@ -1,0 +1,73 @@
+"""kubectl against ``computedomain sim up``: the cluster serves HTTPS with a generated CA in
+the kubeconfig, so kubectl sends the admin token and lists what runs, including the driver's
+pods, which themselves reach the API over HTTPS with the CA from their service account
+kubeconfig, and ``kubectl logs`` reads a container's log. Skipped only where kubectl is not
+installed."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from .conftest import SimUp
+
+pytestmark = [
+    pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed"),
+]
+
+DEADLINE = 90.0
+DOMAIN = """\
+apiVersion: resource.nvidia.com/v1beta1
+kind: ComputeDomain
+metadata: {name: seen-by-kubectl, namespace: default}
+spec:
+  numNodes: 1
+  channel: {resourceClaimTemplate: {name: seen-by-kubectl-channel}}
+"""
+
+
+def kubectl(
+    kubeconfig: Path, *args: str, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["kubectl", f"--kubeconfig={kubeconfig}", "--request-timeout=20s", *args],
+        input=stdin, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+
+
+def test_kubectl_lists_the_domains_and_the_drivers_running_pods(sim_up: SimUp) -> None:
+    config = yaml.safe_load(sim_up.kubeconfig.read_text())
+    cluster = config["clusters"][0]["cluster"]
+    assert cluster["server"].startswith("https://")
+    assert cluster["certificate-authority-data"]
+
+    created = kubectl(sim_up.kubeconfig, "apply", "-f", "-", stdin=DOMAIN)
+    assert created.returncode == 0, created.stderr
+
+    deadline = time.monotonic() + DEADLINE
+    while True:
+        listed = kubectl(sim_up.kubeconfig, "get", "computedomains,pods", "-A")
+        assert listed.returncode == 0, listed.stderr
+        lines = listed.stdout.splitlines()
+        running = [
+            line for line in lines
+            if line.startswith("computedomain-system ") and " 1/1 " in line and " Running " in line
+        ]  # fmt: skip
+        controller = [line for line in running if "computedomain-controller-" in line]
+        plugins = [line for line in running if "computedomain-kubelet-plugin-" in line]
+        if controller and len(plugins) == 2:
+            break
+        assert time.monotonic() < deadline, f"driver pods not running:\n{listed.stdout}"
+        time.sleep(0.5)  # polling kubectl, a separate process; the deadline above decides
+    assert any("seen-by-kubectl" in line for line in lines), listed.stdout
+
+    logs = kubectl(
+        sim_up.kubeconfig, "-n", "computedomain-system", "logs", controller[0].split()[1]
+    )
+    assert logs.returncode == 0, logs.stderr
+    assert logs.stdout.strip(), "the controller wrote nothing to its log"

@@ -1,0 +1,80 @@
+"""Two controller replicas with leader election (the ``leader-election`` component over the
+simulation's manifests; upstream's lease timings 15 s / 10 s / 2 s), as upstream's
+test_cd_leader_election.bats checks them:
+
+- exactly one leader: the lease ``computedomain-controller`` is held by one of the two Running
+  controller pods (identity ``<pod name>-<uuid>``);
+- the leader's pod force-deleted (grace 0, so it cannot release the lease): the other replica
+  takes the lease once it expires, and a ComputeDomain created after that becomes Ready.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from computedomain.kube import resources
+from computedomain.kube.rest import Api
+
+from . import kit, kit_extra
+from .kit_extra import leader_election_cluster  # noqa: F401 (the shared cluster fixture)
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.xdist_group("scen2-leader-election"),
+    pytest.mark.timeout(300),
+]
+
+
+@pytest.fixture(scope="module")
+def cluster(request: pytest.FixtureRequest) -> kit.Cluster:
+    shared: kit_extra.Shared = request.getfixturevalue("leader_election_cluster")
+    return shared.cluster
+
+
+async def _leader(api: Api) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
+    """The pod holding the lease and the other Running controller pods, once both replicas
+    run and the lease is held by one of them."""
+    holder = await kit_extra.lease_holder(api)
+    pods = await kit_extra.component_pods(api, kit_extra.CONTROLLER_SELECTOR)
+    running = [p for p in pods if (p.get("status") or {}).get("phase") == "Running"]
+    if holder is None or len(running) != 2:
+        return None
+    leaders = [p for p in running if holder.startswith(p["metadata"]["name"] + "-")]
+    if len(leaders) != 1:
+        return None
+    return leaders[0], [p for p in running if p is not leaders[0]]
+
+
+async def test_one_leader_and_a_takeover_after_it_is_killed(cluster: kit.Cluster) -> None:
+    async with kit.api_of(cluster) as api:
+        leader, (standby,) = await kit.wait_until(
+            "one of two controllers leads", lambda: _leader(api)
+        )
+        old_holder = await kit_extra.lease_holder(api)
+        assert old_holder is not None
+        await kit.delete_now(api, resources.PODS, leader["metadata"]["name"], kit.DRIVER_NAMESPACE)
+
+        async def taken_over() -> str | None:
+            holder = await kit_extra.lease_holder(api)
+            if (
+                holder
+                and holder != old_holder
+                and holder.startswith(standby["metadata"]["name"] + "-")
+            ):
+                return holder
+            return None
+
+        await kit.wait_until("the standby holds the lease", taken_over)
+
+        ns = await kit.create_namespace(api, "after-failover")
+        await kit.create_domain(api, ns, "job", num_nodes=2)
+        await kit.create_worker_deployment(api, ns, "job", name="workers", replicas=2)
+        await kit.pods_running(api, cluster, ns, selector="app=workers", count=2, domain="job")
+        await kit.domain_ready(api, cluster, ns, "job")
+        # The Deployment replaced the killed pod; the replacement stands by.
+        now_leader, others = await kit.wait_until("two controllers again", lambda: _leader(api))
+        assert now_leader["metadata"]["name"] == standby["metadata"]["name"]
+        assert leader["metadata"]["name"] not in [p["metadata"]["name"] for p in others]
+        await kit_extra.release(api, cluster, ns)
