@@ -300,10 +300,16 @@ async def measure(
             out["isolation"] = str(cluster.isolation)
             out["api_requests_setup"] = accounting.snapshot()
             assert cluster.server is not None
+            cert = cluster.server.serving_cert
             api = await connect(
-                ClientConfig(url=cluster.url, token=cluster.server.admin_token, qps=0,
-                             user_agent="bench")
-            )  # fmt: skip
+                ClientConfig(
+                    url=cluster.url,
+                    token=cluster.server.admin_token,
+                    qps=0,
+                    user_agent="bench",
+                    ca_file=str(cert.cert_path) if cert is not None else None,
+                )
+            )
             try:
                 await api.create(NAMESPACES, {"metadata": {"name": NAMESPACE}})
                 accounting.reset()

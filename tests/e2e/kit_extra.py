@@ -3,9 +3,9 @@ of ``deployments/overlays/sim`` written into a test's temporary directory, with 
 extra environment for the controller and the kubelet plugin, and controller replicas), the
 driver's component pods and their logs, and the controller's leader-election lease.
 
-Also two clusters shared by several modules (session fixtures, one ``sim up`` each, for the
-modules of one xdist group): :func:`default_cluster` and :func:`leader_election_cluster`, and
-:func:`release` that frees a test's nodes for the next one.
+Also two cluster fixtures (module scope: one ``sim up`` per module, stopped when the module
+ends, never held for the whole session): :func:`default_cluster` and
+:func:`leader_election_cluster`, and :func:`release` that frees a test's nodes for the next.
 
 Used by the scenario modules of part 2 (restarts, numNodes, IP mode, leader election, host IMEX
 conflict, least privilege).
@@ -17,7 +17,7 @@ import contextlib
 import json
 import os
 import shlex
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -162,47 +162,18 @@ def imex_wrappers(directory: Path, markers: Path) -> Path:
 
 @attrs.frozen
 class Shared:
-    """A cluster several scenario modules share (one ``sim up`` for all of them): the nodes'
-    host-session markers (see :func:`imex_wrappers`) and, when recorded, the RBAC-usage file."""
+    """A scenario module's cluster with the nodes' host-session markers (see
+    :func:`imex_wrappers`) and, when recorded, the RBAC-usage file."""
 
     cluster: Cluster
     markers: Path
     rbac_usage: Path | None = None
 
 
-# Clusters shared by several modules of one pytest process. A fixture imported into a test
-# module is a separate definition per module (pytest caches each on its own), so the modules'
-# session fixtures share through this registry: the first starts the cluster, the last to
-# finish (at the session's end) stops it.
-_SHARED: dict[str, tuple[Shared, contextlib.ExitStack, list[int]]] = {}
-
-
-@contextlib.contextmanager
-def _shared(name: str, start: Callable[[contextlib.ExitStack], Shared]) -> Iterator[Shared]:
-    if name not in _SHARED:
-        stack = contextlib.ExitStack()
-        try:
-            shared = start(stack)
-        except BaseException:
-            stack.close()
-            raise
-        _SHARED[name] = (shared, stack, [0])
-    shared, stack, users = _SHARED[name]
-    users[0] += 1
-    try:
-        yield shared
-    finally:
-        users[0] -= 1
-        if users[0] == 0:
-            del _SHARED[name]
-            stack.close()
-
-
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def default_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Shared]:
     """The simulation's manifests on one rack of four nodes, the IMEX stand-ins behind
-    :func:`imex_wrappers`. For the modules of xdist group ``scen2-default``; each test frees
-    the nodes it used (:func:`release`)."""
+    :func:`imex_wrappers`. Each test frees the nodes it used (:func:`release`)."""
 
     def start(stack: contextlib.ExitStack) -> Shared:
         root = tmp_path_factory.mktemp("scen2-default")
@@ -220,15 +191,15 @@ def default_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Shared
         )
         return Shared(cluster, markers)
 
-    with _shared("default", start) as shared:
-        yield shared
+    with contextlib.ExitStack() as stack:
+        yield start(stack)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def leader_election_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Shared]:
     """Two controller replicas with leader election (the ``leader-election`` component over
     the simulation's manifests), one rack of two nodes, recording RBAC use
-    (``--rbac-usage``). For the modules of xdist group ``scen2-leader-election``."""
+    (``--rbac-usage``)."""
 
     def start(stack: contextlib.ExitStack) -> Shared:
         root = tmp_path_factory.mktemp("scen2-le")
@@ -245,8 +216,8 @@ def leader_election_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterato
         )
         return Shared(cluster, root, usage)
 
-    with _shared("leader-election", start) as shared:
-        yield shared
+    with contextlib.ExitStack() as stack:
+        yield start(stack)
 
 
 async def release(api: Api, cluster: Cluster, ns: str) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(480)]
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "e2e.py"
 PLUGIN_USER = "system:serviceaccount:computedomain-system:computedomain-kubelet-plugin"
@@ -35,8 +35,8 @@ def _descendants() -> set[int]:
 
 def test_the_benchmark_measures_a_domain_on_one_rack_of_two_nodes() -> None:
     result = subprocess.run(
-        [sys.executable, str(BENCH), "--sizes", "1x2", "--within", "150"],
-        capture_output=True, text=True, timeout=220, check=False,
+        [sys.executable, str(BENCH), "--sizes", "1x2", "--within", "200"],
+        capture_output=True, text=True, timeout=450, check=False,
     )  # fmt: skip
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     document = json.loads(result.stdout)

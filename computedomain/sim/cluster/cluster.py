@@ -87,7 +87,7 @@ class ClusterConfig:
     tls: bool = True  # HTTPS: kubectl and client-go send tokens only over TLS
     rbac_usage: Path | None = None  # record which RBAC rule allowed each request (rbac_usage)
     # Extra API server pipeline stages (fault injection, request accounting: see
-    # computedomain.sim.apiserver.pipeline).
+    # computedomain.sim.apiserver.pipeline), after the RBAC usage log's.
     api_stages: tuple[Any, ...] = ()
 
 
@@ -139,7 +139,7 @@ class SimCluster:
         self.addresses = AddressBlock.acquire()
         node_configs = topology.nodes(self.config.topology, self.addresses.node_address)
         self.layout.create([n.name for n in node_configs])
-        stages = list(self.config.api_stages)
+        stages: list[Any] = []
         if self.config.rbac_usage is not None:
             stages.append(rbac_usage.stage(rbac_usage.UsageLog(self.config.rbac_usage)))
         self.server = EmbeddedApiServer(
@@ -147,7 +147,7 @@ class SimCluster:
             data_dir=self.layout.apiserver_dir,
             rbac=True,
             tls=self.config.tls,
-            stages=stages,
+            stages=[*stages, *self.config.api_stages],
         )
         await self.server.start()
         assert self.server.state is not None
