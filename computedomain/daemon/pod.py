@@ -60,18 +60,13 @@ async def label_with_clique(api: Api, identity: Identity) -> None:
     """Merge-patch the clique label (possibly "") onto the own pod, and remove a problem
     annotation a previous run of the container left (a fresh ``nvidia-imex`` has none yet).
     Idempotent; raises ApiError."""
-    patch = {
-        "metadata": {
+    await _patch_own_pod(
+        api,
+        identity,
+        {
             "labels": {names.CLIQUE_LABEL: identity.clique_id},
             "annotations": {names.DAEMON_PROBLEM_ANNOTATION: None},
-        }
-    }
-    await api.patch(
-        resources.PODS,
-        identity.pod_name,
-        patch,
-        namespace=identity.pod_namespace,
-        patch_type=PatchType.MERGE,
+        },
     )
 
 
@@ -83,11 +78,15 @@ def problem_text(reason: str, message: str) -> str:
 async def annotate_problem(api: Api, identity: Identity, text: str | None) -> None:
     """Merge-patch the problem annotation onto the own pod (None removes it). Idempotent;
     raises ApiError."""
-    patch = {"metadata": {"annotations": {names.DAEMON_PROBLEM_ANNOTATION: text}}}
+    await _patch_own_pod(api, identity, {"annotations": {names.DAEMON_PROBLEM_ANNOTATION: text}})
+
+
+async def _patch_own_pod(api: Api, identity: Identity, metadata: dict[str, Any]) -> None:
+    """Merge-patch ``metadata`` onto the daemon's own pod. Raises ApiError."""
     await api.patch(
         resources.PODS,
         identity.pod_name,
-        patch,
+        {"metadata": metadata},
         namespace=identity.pod_namespace,
         patch_type=PatchType.MERGE,
     )
