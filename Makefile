@@ -11,7 +11,7 @@ PLUGIN_PACKAGES := $(filter-out %.egg-info,$(wildcard plugins/*/computedomain_*)
 PLUGIN_TESTS := $(wildcard plugins/*/tests)
 PYTEST_ARGS ?=
 
-.PHONY: all venv system-deps demo test lint typecheck unit proto docs bench faults clean
+.PHONY: all venv system-deps demo test scenarios lint typecheck unit proto docs bench faults clean
 
 all: test
 
@@ -49,7 +49,12 @@ typecheck: venv
 	$(VENV)/bin/mypy computedomain $(PLUGIN_PACKAGES) $(PLUGIN_TESTS)
 
 test: lint typecheck
-	$(VENV)/bin/pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -n 2 --dist loadgroup -m "not scenario" $(PYTEST_ARGS)
+
+# The simulation scenario suite (tests/e2e modules marked `scenario`): each starts its own
+# simulated cluster, so together they take longer than make test's budget on 2 cores.
+scenarios: venv
+	$(VENV)/bin/pytest -n 2 --dist loadgroup -m scenario tests/e2e $(PYTEST_ARGS)
 
 unit: venv
 	$(VENV)/bin/pytest tests/unit $(PYTEST_ARGS)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(480)]
+pytestmark = [pytest.mark.slow, pytest.mark.scenario, pytest.mark.timeout(480)]
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "e2e.py"
 PLUGIN_USER = "system:serviceaccount:computedomain-system:computedomain-kubelet-plugin"

@@ -24,6 +24,7 @@ from . import kit
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.scenario,
     pytest.mark.xdist_group("scenario-channels"),
     pytest.mark.timeout(300),
 ]

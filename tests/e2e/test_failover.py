@@ -29,6 +29,7 @@ from . import kit
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.scenario,
     pytest.mark.xdist_group("scenario-failover"),
     pytest.mark.timeout(300),
 ]

@@ -18,6 +18,7 @@ from .kit_extra import default_cluster  # noqa: F401 (the shared cluster fixture
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.scenario,
     pytest.mark.xdist_group("scen2-default"),
     pytest.mark.timeout(300),
 ]

@@ -24,7 +24,12 @@ from computedomain.sim.apiserver import rbac_usage
 
 from . import kit, kit_extra
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ip-mode"), pytest.mark.timeout(300)]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.scenario,
+    pytest.mark.xdist_group("ip-mode"),
+    pytest.mark.timeout(300),
+]
 
 GATES = "IMEXDaemonsWithDNSNames=false,ComputeDomainCliques=false"
 DAEMON_SA = f"system:serviceaccount:{kit.DRIVER_NAMESPACE}:{names.DAEMON_SERVICE_ACCOUNT}"

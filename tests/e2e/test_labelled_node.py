@@ -21,6 +21,7 @@ from . import kit
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.scenario,
     pytest.mark.xdist_group("scenario-labelled-node"),
     pytest.mark.timeout(300),
 ]

@@ -22,6 +22,7 @@ from .kit_extra import leader_election_cluster  # noqa: F401 (the shared cluster
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.scenario,
     pytest.mark.xdist_group("scen2-leader-election"),
     pytest.mark.timeout(300),
 ]

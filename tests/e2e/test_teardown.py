@@ -22,6 +22,7 @@ from . import kit
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.scenario,
     pytest.mark.xdist_group("scenario-teardown"),
     pytest.mark.timeout(300),
 ]

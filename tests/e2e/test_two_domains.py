@@ -23,6 +23,7 @@ from . import kit
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.scenario,
     pytest.mark.xdist_group("scenario-two-domains"),
     pytest.mark.timeout(300),
 ]

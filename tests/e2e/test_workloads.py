@@ -28,6 +28,7 @@ from . import kit
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.scenario,
     pytest.mark.xdist_group("scenario-workloads"),
     pytest.mark.timeout(300),
 ]
