@@ -203,5 +203,8 @@ async def test_an_unallocatable_claim_is_named(api: Api, kubeconfig: Path) -> No
     ns = await create_namespace(api, "nowhere")
     await create_domain(api, ns, "job")
     await create_workload(api, ns, "job", {"example.com/no-such-label": "true"})
-    finding = await diagnosed(kubeconfig, ns, "job", Cause.CLAIM_NOT_ALLOCATED)
+    # Until the claim exists the doctor says so (same cause); then it quotes the scheduler.
+    finding = await diagnosed(
+        kubeconfig, ns, "job", Cause.CLAIM_NOT_ALLOCATED, saying="the scheduler says: 0/4"
+    )
     assert "the scheduler says: 0/4 nodes are available" in finding.message
