@@ -37,8 +37,6 @@ pytestmark = [
 NS = "failover"
 DOMAIN = "job"
 NODES = {"r0n0", "r0n1"}
-# node -> (cliqueID, index) before and after every daemon pod was force-deleted (test 2).
-INDICES_AROUND_DAEMON_LOSS: dict[str, dict[str, tuple[str, int]]] = {}
 
 
 @pytest.fixture(scope="module")
@@ -115,19 +113,12 @@ async def test_force_deleted_daemons_come_back_and_the_domain_reforms(
     new = {e["podUID"] for e in domain["status"]["nodes"]}
     assert not new & old, "the domain still names a deleted daemon pod"
     after = kit.membership(domain)
-    INDICES_AROUND_DAEMON_LOSS["before"] = {n: before[n][:2] for n in NODES}
-    INDICES_AROUND_DAEMON_LOSS["after"] = {n: after[n][:2] for n in NODES}
+    # Nodes that never left keep their (clique, index): the daemons remember it.
+    assert {n: after[n][:2] for n in NODES} == {n: before[n][:2] for n in NODES}
     assert {n: _uid(p) for n, p in (await _workers(api, cluster)).items()} == {
         n: _uid(p) for n, p in workers.items()
     }
     await kit.hosts_consistent(api, cluster, domain)
-
-
-def test_force_deleted_daemons_kept_their_indices() -> None:
-    """The indices seen around the previous test's fault (nodes that never left keep theirs)."""
-    if not INDICES_AROUND_DAEMON_LOSS:
-        pytest.fail("runs after test_force_deleted_daemons_come_back_and_the_domain_reforms")
-    assert INDICES_AROUND_DAEMON_LOSS["after"] == INDICES_AROUND_DAEMON_LOSS["before"]
 
 
 async def test_gracefully_deleted_worker_is_recreated_and_domain_reforms(
