@@ -142,14 +142,17 @@ def imex_wrappers(directory: Path, markers: Path) -> Path:
     """A directory for ``sim up --imex-path`` with ``nvidia-imex`` and ``nvidia-imex-ctl`` that
     run the simulation's stand-ins, where a file ``<markers>/<node>.held`` makes the host hold
     the IMEX session on that node (the stand-in's ``SIM_IMEX_HOST_SESSION_FILE`` switch: it
-    then fails with ``NV_ERR_IN_USE`` while the file exists)."""
+    then fails with ``NV_ERR_IN_USE`` while the file exists) and ``<markers>/<node>.hang``
+    makes ``nvidia-imex`` hang without serving."""
     stand_ins = wrappers.ensure(directory / "stand-ins")
     held = shlex.quote(str(markers)) + '/"$NODE_NAME".held'
+    hang = shlex.quote(str(markers)) + '/"$NODE_NAME".hang'
     bin_dir = directory / "bin"
     bin_dir.mkdir(parents=True, exist_ok=True)
     imex = bin_dir / "nvidia-imex"
     imex.write_text(
         "#!/bin/sh\n"
+        f"if [ -e {hang} ]; then exec sleep 100000; fi\n"
         f"export SIM_IMEX_HOST_SESSION_FILE={held}\n"
         f'exec {shlex.quote(str(stand_ins / "nvidia-imex"))} "$@"\n'
     )

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shlex
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -28,8 +27,8 @@ from computedomain.cli.doctor.findings import Cause, Finding
 from computedomain.kube import resources
 from computedomain.kube.client import ClientConfig, connect
 from computedomain.kube.rest import Api
-from computedomain.sim.imex import wrappers
 
+from . import kit_extra
 from .conftest import run_cli
 from .test_doctor_sim import create_domain, create_namespace, create_workload, diagnosed
 
@@ -54,28 +53,6 @@ patches:
 """
 
 
-def _imex_wrappers(directory: Path, markers: Path) -> Path:
-    """``nvidia-imex`` and ``nvidia-imex-ctl`` that run the stand-ins, except on marked nodes:
-    ``<markers>/<node>.held`` makes the host hold the IMEX session, ``<markers>/<node>.hang``
-    makes nvidia-imex hang without serving."""
-    stand_ins = wrappers.ensure(directory / "stand-ins")
-    held = shlex.quote(str(markers)) + '/"$NODE_NAME".held'
-    hang = shlex.quote(str(markers)) + '/"$NODE_NAME".hang'
-    imex = directory / "bin" / "nvidia-imex"
-    imex.parent.mkdir(parents=True)
-    imex.write_text(
-        "#!/bin/sh\n"
-        f"if [ -e {hang} ]; then exec sleep 100000; fi\n"
-        f"export SIM_IMEX_HOST_SESSION_FILE={held}\n"
-        f'exec {shlex.quote(str(stand_ins / "nvidia-imex"))} "$@"\n'
-    )
-    ctl = directory / "bin" / "nvidia-imex-ctl"
-    ctl.write_text(f'#!/bin/sh\nexec {shlex.quote(str(stand_ins / "nvidia-imex-ctl"))} "$@"\n')
-    for path in (imex, ctl):
-        path.chmod(0o755)
-    return imex.parent
-
-
 @attrs.frozen
 class Cluster:
     kubeconfig: Path
@@ -91,7 +68,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     overlay.mkdir()
     base = os.path.relpath(REPO / "deployments" / "overlays" / "sim", overlay)
     (overlay / "kustomization.yaml").write_text(OVERLAY.format(base=base))
-    imex_path = _imex_wrappers(root / "imex", markers)
+    imex_path = kit_extra.imex_wrappers(root / "imex", markers)
     state = root / "sim"
     result = run_cli(
         "up", f"--state-dir={state}", "--racks=2", "--nodes-per-rack=3", "--timeout=120",
