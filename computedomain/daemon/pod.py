@@ -10,14 +10,18 @@ controller's Ready condition (:mod:`computedomain.daemon.problems`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from computedomain.api import names
 from computedomain.api.models import Status
 from computedomain.daemon.identity import Identity
-from computedomain.kube import resources
+from computedomain.kube import errors, resources
 from computedomain.kube.rest import Api, PatchType
+from computedomain.runtime import logs
+
+log = logs.get_logger(__name__)
 
 
 def pod_ready(pod: Mapping[str, Any]) -> bool:
@@ -79,6 +83,34 @@ async def annotate_problem(api: Api, identity: Identity, text: str | None) -> No
     """Merge-patch the problem annotation onto the own pod (None removes it). Idempotent;
     raises ApiError."""
     await _patch_own_pod(api, identity, {"annotations": {names.DAEMON_PROBLEM_ANNOTATION: text}})
+
+
+TRANSIENT = (errors.ApiServerError, errors.TooManyRequests, errors.ApiConnectionError)
+
+
+async def label_patiently(
+    api: Api,
+    identity: Identity,
+    *,
+    within: float = 30.0,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+) -> None:
+    """:func:`label_with_clique`, retrying transient API errors (5xx, 429, connection) with
+    back-off for up to ``within`` seconds: a daemon that exits on a blip is restarted with the
+    kubelet's crash back-off and looks crash-looping (found by the cluster fault run). Raises
+    the last error after ``within``, and any other ApiError at once."""
+    delay, waited = 0.2, 0.0
+    while True:
+        try:
+            await label_with_clique(api, identity)
+            return
+        except TRANSIENT as exc:
+            if waited + delay > within:
+                raise
+            log.warning("Labelling the own pod failed; retrying", error=str(exc), in_s=delay)
+            await sleep(delay)
+            waited += delay
+            delay = min(delay * 2, 5.0)
 
 
 async def _patch_own_pod(api: Api, identity: Identity, metadata: dict[str, Any]) -> None:

@@ -51,7 +51,7 @@ async def prepare(config: DaemonConfig) -> tuple[Api, modes.Mode, registry.Polic
     policies.dns_names.get(config.dns_name_policy)
     api = await connect(ClientConfig(kubeconfig=config.kubeconfig, user_agent=COMPONENT))
     try:
-        await pod.label_with_clique(api, config.identity())
+        await pod.label_patiently(api, config.identity())
     except BaseException:
         await api.close()
         raise

@@ -10,11 +10,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from aiohttp import web
 
 from computedomain.api import names
 from computedomain.daemon import pod, problems
 from computedomain.daemon.identity import Identity
-from computedomain.kube import resources
+from computedomain.kube import errors, resources
 from computedomain.kube.client import ClientConfig, connect
 from computedomain.sim.apiserver import testing
 from tests.integration.daemon.cluster import CRDS, Cluster, clique_id, random_cd_uid
@@ -66,4 +67,38 @@ async def test_the_problem_follows_the_keeper_and_startup_clears_it(
         assert got["metadata"]["labels"][names.CLIQUE_LABEL] == identity.clique_id
     finally:
         task.cancel()
+        await api.close()
+
+
+async def test_the_startup_label_rides_out_transient_server_errors(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """Three 500s on the startup pod patch, then the patch goes through: the daemon does not
+    exit (a daemon that exits on a blip looks crash-looping); a 404 is not retried."""
+    failures = {"left": 0}  # armed once the pod exists
+
+    async def flaky(request: web.BaseRequest, handler: Any) -> web.StreamResponse:
+        if request.method == "PATCH" and "/pods/" in request.path and failures["left"] > 0:
+            failures["left"] -= 1
+            body = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 500}
+            return web.json_response(body, status=500)
+        response: web.StreamResponse = await handler(request)
+        return response
+
+    with testing.running(tmp_path_factory.mktemp("flaky"), stages=[flaky]) as running:
+        running.install_crds(CRDS)
+        api = await connect(ClientConfig(url=running.url, token=running.token, qps=0))
+        cluster = Cluster(api, testing.unique_name("flaky"))
+        await cluster.create_namespace()
+        cd_uid = random_cd_uid()
+        uid = await cluster.create_pod("d", "n0", "10.3.0.2", cd_uid)
+        identity = Identity("n0", "10.3.0.2", uid, "d", cluster.namespace, clique_id(), cd_uid)
+        failures["left"] = 3
+        await pod.label_patiently(api, identity, sleep=lambda _s: asyncio.sleep(0))
+        got = await api.get(resources.PODS, "d", cluster.namespace)
+        assert got["metadata"]["labels"][names.CLIQUE_LABEL] == identity.clique_id
+        assert failures["left"] == 0
+        gone = Identity("n0", "10.3.0.2", uid, "absent", cluster.namespace, clique_id(), cd_uid)
+        with pytest.raises(errors.NotFound):
+            await pod.label_patiently(api, gone, sleep=lambda _s: asyncio.sleep(0))
         await api.close()
