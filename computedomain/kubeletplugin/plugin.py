@@ -114,16 +114,7 @@ class KubeletPlugin:
             lambda uid: channelclaims.domain_ref(d) if (d := cluster.domain(uid)) else None,
         )
         claims = ClaimReader(self.api)
-        facts = NodeFacts(
-            node_name=config.node_name,
-            clique_id=node.clique_id,
-            channel_major=node.channel_major,
-            cliques_enabled=config.features.compute_domain_cliques,
-            host_paths=config.host_driver_root != config.container_driver_root,
-            domains_root=config.domains_dir,
-            proc_devices=config.proc_devices,
-            fabric_capability=config.fabric_imex_mgmt,
-        )
+        facts = node_facts(config, node)
         state = DeviceState(
             facts,
             checkpoints=checkpoints,
@@ -202,3 +193,18 @@ class KubeletPlugin:
                 if self.health is not None:
                     await self.health.stop()
                 lock.close()
+
+
+def node_facts(config: Config, node: startup.Node) -> NodeFacts:
+    """What prepare needs to know of this node, from the settings and the NVML view. Pure;
+    shared with the simulation's hollow nodes so both build it the same way."""
+    return NodeFacts(
+        node_name=config.node_name,
+        clique_id=node.clique_id,
+        channel_major=node.channel_major,
+        cliques_enabled=config.features.compute_domain_cliques,
+        host_paths=config.host_driver_root != config.container_driver_root,
+        domains_root=config.domains_dir,
+        proc_devices=config.proc_devices,
+        fabric_capability=config.fabric_imex_mgmt,
+    )

@@ -31,9 +31,9 @@ from computedomain.kubeletplugin.grpcservers import PluginServers
 from computedomain.kubeletplugin.metrics import Metrics
 from computedomain.kubeletplugin.nodelabel import NodeLabeler
 from computedomain.kubeletplugin.nodelock import NodeLock
-from computedomain.kubeletplugin.plugin import COMPONENT
+from computedomain.kubeletplugin.plugin import COMPONENT, node_facts
 from computedomain.kubeletplugin.slices import SlicePublisher
-from computedomain.kubeletplugin.state import DeviceState, NodeFacts
+from computedomain.kubeletplugin.state import DeviceState
 from computedomain.kubeletplugin.waitevents import WaitEvents, corrupt_checkpoint_reporter
 from computedomain.policies import registry
 from computedomain.runtime.supervisor import Supervisor
@@ -120,16 +120,7 @@ class HollowPlugin:
             lambda uid: channelclaims.domain_ref(d) if (d := view.domain(uid)) else None,
         )
         claims = ClaimReader(self.api)
-        facts = NodeFacts(
-            node_name=config.node_name,
-            clique_id=node.clique_id,
-            channel_major=node.channel_major,
-            cliques_enabled=config.features.compute_domain_cliques,
-            host_paths=config.host_driver_root != config.container_driver_root,
-            domains_root=config.domains_dir,
-            proc_devices=config.proc_devices,
-            fabric_capability=config.fabric_imex_mgmt,
-        )
+        facts = node_facts(config, node)
         state = DeviceState(
             facts,
             checkpoints=checkpoints,
