@@ -5,15 +5,14 @@ capability files under ``/proc/driver/nvidia``).
 Called by :mod:`.kubelet`. :class:`NodeConfig` is what the cluster decides about a node
 (labels, taints, address, simulated hardware); :class:`NodeAgent` registers the Node (create, or
 update a leftover one), can mark it NotReady (fault tests), and on :meth:`NodeAgent.new_boot`
-writes a new boot id (a reboot).
+writes a new boot id (a reboot). The node files are written at registration and again at every
+boot, as the kernel and the driver recreate them.
 
 Heartbeats are a real kubelet's: every ``heartbeat`` seconds (10) it renews the node's Lease in
 ``kube-node-lease`` (owned by the Node, so it goes with it), and it posts the Node's status only
 when it changes (:meth:`NodeAgent.beat`) or every ``status_report`` seconds (5 minutes,
-``nodeStatusReportFrequency``). A full status every 10 s was a write, and an event to every node
-watcher, per node every 10 s.
-The node files are written at registration and again at every boot, as the kernel and the
-driver recreate them.
+``nodeStatusReportFrequency``). A full status every 10 s was a read and a write, and an event to
+every node watcher, per node every 10 s.
 """
 
 from __future__ import annotations
