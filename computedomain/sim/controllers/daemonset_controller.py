@@ -11,7 +11,7 @@ precondition, so a replacement pod of the same name is never deleted by mistake.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from computedomain.kube import errors
@@ -28,7 +28,7 @@ from . import daemonset, names
 from .expectations import Expectations
 from .running import run_controller
 
-__all__ = ["DaemonSetController", "owner_key"]
+__all__ = ["DaemonSetController", "PodNames", "candidate_nodes", "owner_key"]
 
 Obj = Mapping[str, Any]
 
@@ -44,6 +44,54 @@ def owner_key(kind: str) -> Any:
         return None
 
     return key
+
+
+def candidate_nodes(ds: Obj, nodes: Sequence[Obj], pods: Sequence[Obj]) -> list[Obj]:
+    """The nodes :func:`.daemonset.plan` has to look at: those whose labels match the pod
+    template's ``nodeSelector`` and those that hold one of ``pods``. Pure.
+
+    Any other node neither fits (the selector is the first thing a fit checks) nor has a pod to
+    delete or count, so leaving it out changes no decision and no status number; it saves the
+    full fit check of every node on every sync (at 72 hollow nodes and a DaemonSet per domain
+    that was most of the controller's CPU).
+    """
+    selector = (((ds.get("spec") or {}).get("template") or {}).get("spec") or {}).get(
+        "nodeSelector"
+    ) or {}
+    if not selector:
+        return list(nodes)
+    hosting = {str((p.get("spec") or {}).get("nodeName") or "") for p in pods}
+    hosting |= {daemonset.affinity_node(p) for p in pods}
+    return [
+        node
+        for node in nodes
+        if str(node["metadata"]["name"]) in hosting
+        or all(
+            ((node.get("metadata") or {}).get("labels") or {}).get(key) == value
+            for key, value in selector.items()
+        )
+    ]
+
+
+class PodNames(Mapping[str, str]):
+    """Node name -> the name of a new pod there (``base`` plus a random suffix), made only for
+    the nodes a pod is created on (a name for every node on every sync was a tenth of the
+    controller's CPU at 72 hollow nodes)."""
+
+    def __init__(self, base: str) -> None:
+        self.base = base
+        self._made: dict[str, str] = {}
+
+    def __getitem__(self, node: str) -> str:
+        if node not in self._made:
+            self._made[node] = names.with_suffix(self.base)
+        return self._made[node]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._made)
+
+    def __len__(self) -> int:
+        return len(self._made)
 
 
 class DaemonSetController:
@@ -97,10 +145,8 @@ class DaemonSetController:
             )
         ]
         pods = self.expectations.adjust(owned, uid)
-        nodes = self.nodes.store.list()
-        base = f"{ds['metadata']['name']}-"
-        pod_names = {str(n["metadata"]["name"]): names.with_suffix(base) for n in nodes}
-        plan = daemonset.plan(ds, nodes, pods, pod_names)
+        nodes = candidate_nodes(ds, self.nodes.store.list(), pods)
+        plan = daemonset.plan(ds, nodes, pods, PodNames(f"{ds['metadata']['name']}-"))
         namespace = str(ds["metadata"]["namespace"])
         for create in plan.creates:
             try:
