@@ -189,7 +189,12 @@ def checksum(body: Mapping[str, Any]) -> str:
 
 
 def encode(checkpoint: Checkpoint) -> bytes:
-    """The file's bytes (compact, keys sorted, checksum last). Pure."""
+    """The file's bytes: the canonical JSON of the document with its checksum. Pure.
+
+    The body is serialised once: ``checksum`` sorts before every other key, so the document
+    is the checksum member followed by the rest of the body's canonical form (the same bytes
+    as serialising the whole document again, which a test checks).
+    """
     body: dict[str, Any] = {
         "format": FORMAT,
         "version": VERSION,
@@ -197,8 +202,9 @@ def encode(checkpoint: Checkpoint) -> bytes:
         "claims": {uid: e.to_wire() for uid, e in checkpoint.claims.items()},
         "tombstones": [[uid, at] for uid, at in checkpoint.tombstones.items()],
     }
-    body["checksum"] = checksum(body)
-    return _canonical(body)
+    canonical = _canonical(body)
+    digest = "sha256:" + hashlib.sha256(canonical).hexdigest()
+    return b'{"checksum":"' + digest.encode() + b'",' + canonical[1:]
 
 
 def decode(data: bytes) -> Checkpoint:

@@ -47,6 +47,16 @@ def test_round_trip(value: cp.Checkpoint) -> None:
 
 
 @settings(max_examples=40)
+@given(checkpoints)
+def test_encoding_is_the_canonical_json_of_the_whole_document(value: cp.Checkpoint) -> None:
+    raw = cp.encode(value)
+    doc = json.loads(raw)
+    assert raw == json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
+    stored = doc.pop("checksum")
+    assert stored == cp.checksum(doc)
+
+
+@settings(max_examples=40)
 @given(checkpoints, st.data())
 def test_any_changed_byte_of_content_is_detected(value: cp.Checkpoint, data: st.DataObject) -> None:
     raw = bytearray(cp.encode(value))
