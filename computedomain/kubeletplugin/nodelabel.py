@@ -19,7 +19,6 @@ usual removal, right after our own label write, thus costs one request instead o
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Collection, Mapping
 from typing import Any, Final
 
@@ -78,12 +77,15 @@ class NodeLabeler:
                     return
                 live = True  # nothing to do per the cache: confirm against the API
                 continue
-            body = copy.deepcopy(node)
-            labels = body.setdefault("metadata", {}).setdefault("labels", {})
+            # A new body sharing every part it does not change (the cached copy stays intact).
+            meta = dict(node.get("metadata") or {})
+            labels = dict(meta.get("labels") or {})
             if target is None:
                 labels.pop(LABEL, None)
             else:
                 labels[LABEL] = target
+            meta["labels"] = labels
+            body = {**node, "metadata": meta}
             try:
                 self.cache.mutation(await self.api.update(resources.NODES, body))
                 return
