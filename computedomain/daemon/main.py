@@ -15,7 +15,6 @@ from collections.abc import Sequence
 import computedomain
 from computedomain.api.errors import ConfigError
 from computedomain.daemon import check, config
-from computedomain.runtime import logs
 from computedomain.runtime.flags import FlagSet
 
 PROG = "cd-imex-daemon"
@@ -67,8 +66,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"Error: {exc}", file=sys.stderr)
         return 1
-    logs.setup(min(max(settings.verbosity, 0), 10), "compute-domain-daemon")
     if command == "check":
+        # No logging set-up: check only prints (upstream's check logs nothing but the ctl
+        # output), and the probe runs every second while a domain forms.
         try:
             check.check(settings.clique_id, settings.imex_ctl_binary, settings.config_path)
         except check.CheckFailed as exc:
@@ -76,9 +76,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 1
         return 0
     # Imported here: the probe above runs every second during startup and must not pay for
-    # loading asyncio and the API client.
+    # loading logging, asyncio and the API client.
     from computedomain.daemon import runner  # noqa: PLC0415
-    from computedomain.runtime import supervisor  # noqa: PLC0415
+    from computedomain.runtime import logs, supervisor  # noqa: PLC0415
+
+    logs.setup(min(max(settings.verbosity, 0), 10), "compute-domain-daemon")
 
     return supervisor.run(lambda: runner.main(settings))
 

@@ -23,7 +23,15 @@ import attrs
 
 from computedomain.sim.scheduler import placement
 
-__all__ = ["CreatePod", "DaemonSetPlan", "DeletePod", "plan", "pod_for_node", "should_run"]
+__all__ = [
+    "CreatePod",
+    "DaemonSetPlan",
+    "DeletePod",
+    "affinity_node",
+    "plan",
+    "pod_for_node",
+    "should_run",
+]
 
 Obj = Mapping[str, Any]
 
@@ -107,7 +115,7 @@ def plan(
     by_node: dict[str, list[Obj]] = {}
     for pod in pods:
         by_node.setdefault(
-            str((pod.get("spec") or {}).get("nodeName") or _affinity_node(pod)), []
+            str((pod.get("spec") or {}).get("nodeName") or affinity_node(pod)), []
         ).append(pod)
     creates: list[CreatePod] = []
     deletes: list[DeletePod] = []
@@ -192,8 +200,9 @@ def pod_for_node(ds: Obj, node_name: str | None, name: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
 
 
-def _affinity_node(pod: Obj) -> str:
-    """The node a not-yet-scheduled daemon pod is meant for (its matchFields binding)."""
+def affinity_node(pod: Obj) -> str:
+    """The node a not-yet-scheduled daemon pod is meant for (its matchFields binding), or
+    ``""``. Pure."""
     required = (((pod.get("spec") or {}).get("affinity") or {}).get("nodeAffinity") or {}).get(
         "requiredDuringSchedulingIgnoredDuringExecution"
     ) or {}

@@ -11,7 +11,7 @@ precondition, so a replacement pod of the same name is never deleted by mistake.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from computedomain.kube import errors
@@ -28,7 +28,7 @@ from . import daemonset, names
 from .expectations import Expectations
 from .running import run_controller
 
-__all__ = ["DaemonSetController", "owner_key"]
+__all__ = ["DaemonSetController", "PodNames", "candidate_nodes", "owner_key"]
 
 Obj = Mapping[str, Any]
 
@@ -46,6 +46,64 @@ def owner_key(kind: str) -> Any:
     return key
 
 
+def candidate_nodes(ds: Obj, nodes: Sequence[Obj], pods: Sequence[Obj]) -> list[Obj]:
+    """The nodes :func:`.daemonset.plan` has to look at: those whose labels match the pod
+    template's ``nodeSelector`` and those that hold one of ``pods``. Pure.
+
+    Any other node neither fits (a node the selector rejects never does) nor has a pod to
+    delete or count, so leaving it out changes no decision and no status number; it saves the
+    full fit check of every node on every sync (at 72 hollow nodes and a DaemonSet per domain
+    that was most of the controller's CPU).
+    """
+    selector = node_selector(ds)
+    if not selector:
+        return list(nodes)
+    hosting = {str((p.get("spec") or {}).get("nodeName") or "") for p in pods}
+    hosting |= {daemonset.affinity_node(p) for p in pods}
+    return [
+        node
+        for node in nodes
+        if str(node["metadata"]["name"]) in hosting
+        or all(
+            ((node.get("metadata") or {}).get("labels") or {}).get(key) == value
+            for key, value in selector.items()
+        )
+    ]
+
+
+def node_selector(ds: Obj) -> Mapping[str, str]:
+    """The pod template's ``nodeSelector`` (empty when none). Pure."""
+    spec = ((ds.get("spec") or {}).get("template") or {}).get("spec") or {}
+    return spec.get("nodeSelector") or {}
+
+
+def label_pairs(node: Obj) -> list[str]:
+    """``key=value`` for each label of ``node``: an index function. Pure."""
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    return [f"{key}={value}" for key, value in labels.items()]
+
+
+class PodNames(Mapping[str, str]):
+    """Node name -> the name of a new pod there (``base`` plus a random suffix), made only for
+    the nodes a pod is created on (a name for every node on every sync was a tenth of the
+    controller's CPU at 72 hollow nodes)."""
+
+    def __init__(self, base: str) -> None:
+        self.base = base
+        self._made: dict[str, str] = {}
+
+    def __getitem__(self, node: str) -> str:
+        if node not in self._made:
+            self._made[node] = names.with_suffix(self.base)
+        return self._made[node]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._made)
+
+    def __len__(self) -> int:
+        return len(self._made)
+
+
 class DaemonSetController:
     """One pod per fitting node for every DaemonSet."""
 
@@ -54,7 +112,7 @@ class DaemonSetController:
         self.events = events
         clock = clock or REAL_CLOCK
         self.daemonsets = Informer(api, DAEMON_SETS, name="ds-daemonsets")
-        self.nodes = Informer(api, NODES, name="ds-nodes")
+        self.nodes = Informer(api, NODES, name="ds-nodes", indexers={"label": label_pairs})
         self.pods = Informer(api, PODS, name="ds-pods", indexers={"owner": index_by_owner_uid})
         self.queue: RateLimitingQueue[str] = RateLimitingQueue(name="daemonset", clock=clock)
         self.expectations = Expectations(clock=clock)
@@ -73,6 +131,28 @@ class DaemonSetController:
             delete=lambda _o: self._all(),
         )
         self.nodes.add_handler(everything)
+
+    def _nodes_to_consider(self, ds: Obj, pods: Sequence[Obj]) -> Sequence[Obj]:
+        """Every node, or (when the template has a node selector) the nodes carrying one of
+        its labels plus those holding ``pods``: a superset of :func:`candidate_nodes` found
+        through the label index instead of a scan of every node."""
+        selector = node_selector(ds)
+        if not selector:
+            return self.nodes.store.list()
+        key, value = min(selector.items())
+        found = {
+            str(n["metadata"]["name"]): n
+            for n in self.nodes.store.by_index("label", f"{key}={value}")
+        }
+        for pod in pods:
+            for name in (
+                str((pod.get("spec") or {}).get("nodeName") or ""),
+                daemonset.affinity_node(pod),
+            ):
+                node = self.nodes.store.get(name) if name and name not in found else None
+                if node is not None:
+                    found[name] = node
+        return list(found.values())
 
     def _all(self) -> None:
         for ds in self.daemonsets.store.list():
@@ -97,10 +177,8 @@ class DaemonSetController:
             )
         ]
         pods = self.expectations.adjust(owned, uid)
-        nodes = self.nodes.store.list()
-        base = f"{ds['metadata']['name']}-"
-        pod_names = {str(n["metadata"]["name"]): names.with_suffix(base) for n in nodes}
-        plan = daemonset.plan(ds, nodes, pods, pod_names)
+        nodes = candidate_nodes(ds, self._nodes_to_consider(ds, pods), pods)
+        plan = daemonset.plan(ds, nodes, pods, PodNames(f"{ds['metadata']['name']}-"))
         namespace = str(ds["metadata"]["namespace"])
         for create in plan.creates:
             try:

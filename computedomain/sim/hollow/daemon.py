@@ -26,10 +26,11 @@ from computedomain.daemon import modes, pod
 from computedomain.daemon.keeper import ImexInputs
 from computedomain.daemon.main import flagset, split_command
 from computedomain.kube.rest import Api
-from computedomain.policies import registry
 from computedomain.sim.imex.hollow import HollowDaemon
 from computedomain.sim.kubelet import launch
 from computedomain.sim.kubelet.cdi import ContainerEdits
+
+from . import policies as hollow_policies
 
 __all__ = ["HollowImexDaemon", "daemon_settings", "is_daemon_container"]
 
@@ -79,7 +80,7 @@ class HollowImexDaemon:
 
     def __init__(self, api: Api, settings: daemon_config.DaemonConfig, directory: Path) -> None:
         self.settings = settings
-        policies = registry.load()
+        policies = hollow_policies.loaded()
         self.daemon = _ReadyDaemon(
             api,
             settings.identity(),

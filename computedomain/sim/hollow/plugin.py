@@ -35,10 +35,10 @@ from computedomain.kubeletplugin.plugin import COMPONENT, node_facts
 from computedomain.kubeletplugin.slices import SlicePublisher
 from computedomain.kubeletplugin.state import DeviceState
 from computedomain.kubeletplugin.waitevents import WaitEvents, corrupt_checkpoint_reporter
-from computedomain.policies import registry
 from computedomain.runtime.supervisor import Supervisor
 from computedomain.sim.kubelet.paths import NodePaths
 
+from . import policies as hollow_policies
 from .informers import SharedInformers
 
 __all__ = ["HollowPlugin", "plugin_config"]
@@ -111,7 +111,9 @@ class HollowPlugin:
         boot_id = await asyncio.to_thread(read_boot_id, config.boot_id_path)
         await asyncio.to_thread(checkpoints.load_at_startup, boot_id)
         metrics = Metrics(config.node_name)
-        strategy_for = strategies.resolve(registry.load().channels, config.channel_strategy_map)
+        strategy_for = strategies.resolve(
+            hollow_policies.loaded().channels, config.channel_strategy_map
+        )
         view = self.shared.view(config.node_name)
         labeler = NodeLabeler(
             self.api,

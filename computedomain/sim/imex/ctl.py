@@ -1,21 +1,63 @@
-"""Stand-in for ``nvidia-imex-ctl``: ``python -m computedomain.sim.imex.ctl -c <cfg> -q``.
+"""Stand-in for ``nvidia-imex-ctl``: ``python -I -S <this file> -c <cfg> -q``.
 
 ``-q`` asks the local stand-in daemon, at ``IMEX_CMD_BIND_INTERFACE_IP:IMEX_CMD_PORT`` from the
 config, whether it is ready. It prints ``READY`` and exits 0 once the daemon serves its command
 port; otherwise it prints why not and exits 1 (what ``cd-imex-daemon check`` relies on,
 daemon.md §1.1).
+
+It runs as a fresh process for every readiness probe of every simulated daemon (once a second
+while a domain forms), so its start-up is its cost. It is therefore a self-contained script that
+imports nothing but the standard library's ``socket`` and ``sys``: the wrapper
+(:mod:`.wrappers`) runs this file with ``-I -S`` (no ``site``, no virtual environment, no
+package), which takes a fifth of the CPU of importing the package. Like the real tool it reads
+the config file itself (``KEY=VALUE`` lines, ``#`` comments), independently of the daemon's
+reader (:func:`computedomain.daemon.imexconfig.parse`); a test keeps the two in agreement.
 """
 
 from __future__ import annotations
 
-import argparse
 import socket
 import sys
-from pathlib import Path
-
-from computedomain.daemon import imexconfig
 
 TIMEOUT_S = 5.0
+USAGE = "usage: nvidia-imex-ctl -c CONFIG -q"
+
+
+def parse_config(text: str) -> dict[str, str]:
+    """``KEY=VALUE`` lines (blank lines, ``#`` comments and lines without ``=`` skipped). Pure."""
+    result: dict[str, str] = {}
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        key, _, value = line.partition("=")
+        result[key.strip()] = value.strip()
+    return result
+
+
+def parse_args(argv: list[str]) -> tuple[str | None, bool]:
+    """``(config path, query)`` from ``-c PATH``/``--config PATH``/``--config=PATH`` and
+    ``-q``/``--query``. Pure; raises ValueError for anything else."""
+    config: str | None = None
+    query = False
+    args = list(argv)
+    while args:
+        arg = args.pop(0)
+        if arg in ("-q", "--query"):
+            query = True
+        elif arg in ("-c", "--config"):
+            if not args:
+                msg = f"{arg} needs a value"
+                raise ValueError(msg)
+            config = args.pop(0)
+        elif arg.startswith("--config="):
+            config = arg.partition("=")[2]
+        elif arg.startswith("-c") and len(arg) > 2:
+            config = arg[2:]
+        else:
+            msg = f"unknown argument {arg!r}"
+            raise ValueError(msg)
+    return config, query
 
 
 def query(host: str, port: int) -> str:
@@ -30,23 +72,33 @@ def query(host: str, port: int) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="nvidia-imex-ctl", description="IMEX ctl stand-in")
-    parser.add_argument("-c", "--config", required=True)
-    parser.add_argument("-q", "--query", action="store_true", help="is the local daemon ready")
-    args = parser.parse_args(argv)
-    if not args.query:
+    """Run the tool; returns the exit code (2: bad usage)."""
+    try:
+        config_path, wanted = parse_args(sys.argv[1:] if argv is None else argv)
+    except ValueError as exc:
+        print(f"nvidia-imex-ctl: {exc}\n{USAGE}", file=sys.stderr)
+        return 2
+    if config_path is None:
+        print(f"nvidia-imex-ctl: -c CONFIG is required\n{USAGE}", file=sys.stderr)
+        return 2
+    if not wanted:
         print("only -q is supported by the simulation's nvidia-imex-ctl", file=sys.stderr)
         return 2
     try:
-        config = imexconfig.parse(Path(args.config).read_text())
-    except OSError as exc:
-        print(f"cannot read {args.config}: {exc}")
+        with open(config_path, encoding="utf-8") as file:
+            config = parse_config(file.read())
+    except (OSError, UnicodeDecodeError) as exc:
+        print(f"cannot read {config_path}: {exc}")
         return 1
     if config.get("IMEX_CMD_ENABLED", "0") != "1":
         print("IMEX command service is disabled (IMEX_CMD_ENABLED != 1)")
         return 1
     host = config.get("IMEX_CMD_BIND_INTERFACE_IP") or "127.0.0.1"
-    port = int(config.get("IMEX_CMD_PORT") or 50005)
+    try:
+        port = int(config.get("IMEX_CMD_PORT") or 50005)
+    except ValueError:
+        print(f"IMEX_CMD_PORT={config.get('IMEX_CMD_PORT')!r} in {config_path} is not a port")
+        return 1
     try:
         answer = query(host, port)
     except OSError as exc:

@@ -17,7 +17,8 @@ Behaves like the real daemon where cd-imex-daemon depends on it:
   holds the session) it prints the real ``NV_ERR_IN_USE`` failure and exits 1;
 - listens on ``<own IP>:SERVER_PORT``, connects to every resolved peer with a hello exchange
   (reconnecting 0.5 s → 3 s), serves the command port for ``nvidia-imex-ctl -q``;
-- writes a JSON status file (:mod:`computedomain.sim.imex.status`) for tests;
+- writes a JSON status file (:mod:`computedomain.sim.imex.status`) for tests, coalescing the
+  changes of a burst into one write;
 - exits 0 on SIGTERM/SIGINT/SIGQUIT, and when its parent goes away (no orphans in tests).
 """
 
@@ -42,6 +43,9 @@ NO_INTERFACE_MESSAGE = (
     "No matching network interface found for any IP addresses in the node configuration file"
 )
 SESSION_IN_USE_MESSAGE = "Failed to allocate Imex session: NV_ERR_IN_USE (host IMEX daemon?)"
+# Status-file writes are coalesced over this window (each is an fsync; a domain of N daemons
+# connecting is N*N connection changes).
+PUBLISH_DELAY_S = 0.05
 
 
 def resolve_table(hosts_text: str) -> dict[str, str]:
@@ -78,6 +82,7 @@ class StandIn:
         # peer id -> the connector that has a live, verified connection to it
         self.up: dict[int, object] = {}
         self.stop = asyncio.Event()
+        self._publishing: asyncio.TimerHandle | None = None
 
     def local_ips(self) -> set[str]:
         candidates = (
@@ -88,6 +93,17 @@ class StandIn:
         return {ip for ip in candidates if ip}
 
     def publish(self) -> None:
+        """Write the status file soon: the changes of a burst (a domain's peers connecting
+        within a few milliseconds) are written once, after :data:`PUBLISH_DELAY_S`."""
+        if self._publishing is None:
+            loop = asyncio.get_running_loop()
+            self._publishing = loop.call_later(PUBLISH_DELAY_S, self.flush)
+
+    def flush(self) -> None:
+        """Write the status file now (atomically)."""
+        if self._publishing is not None:
+            self._publishing.cancel()
+            self._publishing = None
         self.status.connected = sorted(self.up)
         self.status.inbound = sorted(i for i, n in self.inbound.items() if n > 0)
         status_file.write(self.status_path, self.status)
@@ -210,7 +226,7 @@ class StandIn:
             server.close()
         self.status.serving, self.status.stopped = False, True
         self.connectors.clear()
-        self.publish()
+        self.flush()
         return 0
 
 

@@ -3,8 +3,13 @@
 ``computedomain sim imex-path`` calls :func:`ensure` and prints the directory; the simulation
 (or a test) puts it first on the daemon's ``PATH``. The scripts call the current interpreter,
 so they work from a virtual environment without installing anything on the system PATH. Each
-interpreter gets its own directory (a hash of its path), written atomically, so concurrent
-callers never see a half-written script.
+interpreter and checkout gets its own directory (a hash of their paths), written atomically,
+so concurrent callers never see a half-written script.
+
+``nvidia-imex-ctl`` runs once per readiness probe, so its wrapper runs the stand-in's file
+directly with ``-I -S`` (isolated, no ``site``): the stand-in imports only the standard library
+(:mod:`.ctl`), and skipping the virtual environment's start-up and the package is most of its
+cost. ``nvidia-imex`` starts once per daemon and runs as a module of the installed package.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ MODULES = {
     names.IMEX_BINARY: "computedomain.sim.imex.daemon",
     names.IMEX_CTL_BINARY: "computedomain.sim.imex.ctl",
 }
+# Stand-ins that are self-contained scripts (standard library only), run by path.
+SCRIPTS = {names.IMEX_CTL_BINARY: Path(__file__).resolve().with_name("ctl.py")}
 
 
 def default_root() -> Path:
@@ -40,14 +47,27 @@ def script(module: str, interpreter: str) -> str:
     return f'#!/bin/sh\ntrap "" USR1\nexec {shlex.quote(interpreter)} -m {module} "$@"\n'
 
 
+def standalone_script(path: Path, interpreter: str) -> str:
+    """The wrapper text for the self-contained stand-in at ``path``: run in isolated mode
+    without ``site`` (no environment variables, no user or virtual-environment packages).
+    Pure."""
+    quoted = f"{shlex.quote(interpreter)} -I -S {shlex.quote(str(path))}"
+    return f'#!/bin/sh\nexec {quoted} "$@"\n'
+
+
 def ensure(root: Path | None = None, interpreter: str | None = None) -> Path:
     """Create (or refresh) the wrapper directory and return it. Idempotent; raises OSError."""
     interpreter = interpreter or sys.executable
-    digest = hashlib.sha256(interpreter.encode()).hexdigest()[:12]
+    # The wrappers name the interpreter and this checkout's stand-in files.
+    digest = hashlib.sha256(f"{interpreter}\0{Path(__file__).parent}".encode()).hexdigest()[:12]
     directory = (root or default_root()) / f"imex-bin-{digest}"
     for binary, module in MODULES.items():
         path = directory / binary
-        text = script(module, interpreter)
+        standalone = SCRIPTS.get(binary)
+        if standalone is not None:
+            text = standalone_script(standalone, interpreter)
+        else:
+            text = script(module, interpreter)
         if not path.exists() or path.read_text() != text:
             atomic_write(path, text.encode(), mode=0o755)
     return directory

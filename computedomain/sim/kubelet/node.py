@@ -4,10 +4,15 @@ capability files under ``/proc/driver/nvidia``).
 
 Called by :mod:`.kubelet`. :class:`NodeConfig` is what the cluster decides about a node
 (labels, taints, address, simulated hardware); :class:`NodeAgent` registers the Node (create, or
-update a leftover one), keeps its Ready condition fresh every ``heartbeat`` seconds, can mark it
-NotReady (fault tests), and on :meth:`NodeAgent.new_boot` writes a new boot id (a reboot).
-The node files are written at registration and again at every boot, as the kernel and the
-driver recreate them.
+update a leftover one), can mark it NotReady (fault tests), and on :meth:`NodeAgent.new_boot`
+writes a new boot id (a reboot). The node files are written at registration and again at every
+boot, as the kernel and the driver recreate them.
+
+Heartbeats are a real kubelet's: every ``heartbeat`` seconds (10) it renews the node's Lease in
+``kube-node-lease`` (owned by the Node, so it goes with it), and it posts the Node's status only
+when it changes (:meth:`NodeAgent.beat`) or every ``status_report`` seconds (5 minutes,
+``nodeStatusReportFrequency``). A full status every 10 s was a read and a write, and an event to
+every node watcher, per node every 10 s.
 """
 
 from __future__ import annotations
@@ -22,14 +27,19 @@ import attrs
 from computedomain.api import names
 from computedomain.kube import errors
 from computedomain.kube.events import timestamp
-from computedomain.kube.resources import NODES
+from computedomain.kube.leaderelection import micro_time
+from computedomain.kube.resources import LEASES, NODES
 from computedomain.kube.rest import Api
 from computedomain.runtime import files
 from computedomain.runtime.clock import REAL_CLOCK, Clock
 
 from .paths import NodePaths
 
-__all__ = ["NodeAgent", "NodeConfig", "node_object"]
+__all__ = ["LEASE_NAMESPACE", "NodeAgent", "NodeConfig", "lease_object", "node_object"]
+
+LEASE_NAMESPACE = "kube-node-lease"
+LEASE_DURATION_S = 40  # the kubelet's nodeLeaseDurationSeconds
+STATUS_REPORT_S = 300.0  # the kubelet's nodeStatusReportFrequency
 
 DEFAULT_PROC_DEVICES = (
     "Character devices:\n  1 mem\n  4 /dev/vc/0\n 195 nvidia-frontend\n"
@@ -68,6 +78,32 @@ def node_object(
         "metadata": {"name": config.name, "labels": labels},
         "spec": {"taints": [dict(t) for t in config.taints]} if config.taints else {},
         "status": node_status(config, boot_id, now, ready=ready),
+    }
+
+
+def lease_object(node: Mapping[str, Any], now: float) -> dict[str, Any]:
+    """The node's Lease as the kubelet creates it: held by the node, owned by the Node. Pure."""
+    name = str(node["metadata"]["name"])
+    return {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {
+            "name": name,
+            "namespace": LEASE_NAMESPACE,
+            "ownerReferences": [
+                {
+                    "apiVersion": "v1",
+                    "kind": "Node",
+                    "name": name,
+                    "uid": node["metadata"]["uid"],
+                }
+            ],
+        },
+        "spec": {
+            "holderIdentity": name,
+            "leaseDurationSeconds": LEASE_DURATION_S,
+            "renewTime": micro_time(now),
+        },
     }
 
 
@@ -116,14 +152,18 @@ class NodeAgent:
         paths: NodePaths,
         *,
         heartbeat: float = 10.0,
+        status_report: float = STATUS_REPORT_S,
         clock: Clock | None = None,
     ) -> None:
         self.api = api
         self.config = config
         self.paths = paths
         self.heartbeat = heartbeat
+        self.status_report = status_report
         self.clock = clock or REAL_CLOCK
         self.ready = True
+        self._lease: dict[str, Any] | None = None  # as last written
+        self._status_posted = float("-inf")  # monotonic time of the last status post
 
     def boot_id(self) -> str:
         """The node's current boot id (created on first use)."""
@@ -157,7 +197,7 @@ class NodeAgent:
             self.config, self.boot_id(), timestamp(self.clock.time()), ready=self.ready
         )
         try:
-            await self.api.create(NODES, body)
+            node = await self.api.create(NODES, body)
         except errors.AlreadyExists:
             current = await self.api.get(NODES, self.config.name)
             merged = copy.deepcopy(current)
@@ -168,7 +208,9 @@ class NodeAgent:
             merged["spec"] = {**(current.get("spec") or {}), **body["spec"]}
             updated = await self.api.update(NODES, merged)
             updated["status"] = body["status"]
-            await self.api.update_status(NODES, updated)
+            node = await self.api.update_status(NODES, updated)
+        self._status_posted = self.clock.monotonic()
+        await self.renew_lease(node)
 
     async def beat(self) -> None:
         """Post the Ready condition now. Raises API errors."""
@@ -187,12 +229,40 @@ class NodeAgent:
         if old is not None and old.get("status") == status["conditions"][0]["status"]:
             status["conditions"][0]["lastTransitionTime"] = old.get("lastTransitionTime")
         await self.api.patch(NODES, self.config.name, {"status": status}, subresource="status")
+        self._status_posted = self.clock.monotonic()
+
+    async def renew_lease(self, node: Mapping[str, Any] | None = None) -> None:
+        """Create or renew the node's Lease (compare-and-swap on the last one written; after a
+        conflict or without one, from a fresh read). Raises API errors."""
+        now = self.clock.time()
+        lease = self._lease
+        if lease is None:
+            try:
+                lease = await self.api.get(LEASES, self.config.name, LEASE_NAMESPACE)
+            except errors.NotFound:
+                owner = node if node is not None else await self.api.get(NODES, self.config.name)
+                self._lease = await self.api.create(
+                    LEASES, lease_object(owner, now), LEASE_NAMESPACE
+                )
+                return
+        body = copy.deepcopy(lease)
+        body.setdefault("spec", {})["renewTime"] = micro_time(now)
+        body["spec"]["holderIdentity"] = self.config.name
+        body["spec"]["leaseDurationSeconds"] = LEASE_DURATION_S
+        try:
+            self._lease = await self.api.update(LEASES, body)
+        except (errors.Conflict, errors.NotFound):
+            self._lease = None
+            raise
 
     async def run(self) -> None:
-        """Heartbeat until cancelled (API errors are logged by the caller's retry)."""
+        """Heartbeat until cancelled: renew the Lease every ``heartbeat`` seconds, post the
+        status every ``status_report`` seconds. API errors are retried at the next beat."""
         while True:
             await self.clock.sleep(self.heartbeat)
             try:
-                await self.beat()
+                await self.renew_lease()
+                if self.clock.monotonic() - self._status_posted >= self.status_report:
+                    await self.beat()
             except errors.ApiError:
                 continue

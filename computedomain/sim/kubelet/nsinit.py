@@ -1,7 +1,8 @@
 """Container init for ``mountns`` isolation: build the container's file tree, then exec.
 
-Run by :mod:`.runtime` as ``unshare --mount --propagation private python -m
-computedomain.sim.kubelet.nsinit SPEC.json`` (root only). Inside the fresh private mount
+Run by :mod:`.runtime` as ``unshare --mount --propagation private python -I -S
+.../nsinit.py SPEC.json`` (root only): a script that imports only the standard library, so it
+starts without ``site`` or the package. Inside the fresh private mount
 namespace it mounts a tmpfs as the new root, mirrors the host's root into it (each top-level
 entry bind-mounted, symlinks copied), and makes each mount of the spec at its target. Where a
 target's parent directory does not exist, the nearest existing ancestor is itself replaced by a

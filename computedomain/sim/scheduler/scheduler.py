@@ -2,8 +2,9 @@
 
 Started by :mod:`computedomain.sim.cluster`. Informers on nodes, pods, ResourceClaims,
 ResourceSlices and DeviceClasses feed one work queue of pending pod keys (event-driven: a pod is
-reconsidered when it, a claim, a slice or a class changes, or a node in a way that can change
-where pods fit: not its heartbeats). For each pod, :func:`decide`
+reconsidered when it, a slice or a class changes, when a claim it uses changes or any claim gives
+devices back (:mod:`.requeue`), or a node in a way that can change where pods fit: not its
+heartbeats). For each pod, :func:`decide`
 (pure) runs the filters of :mod:`.placement` and the allocator of :mod:`.allocation` on every
 node and picks the node with the fewest pods. The effects follow: claim allocations and
 ``reservedFor`` are written (status, with the delete-protection finalizer first), then the pod
@@ -40,7 +41,7 @@ from computedomain.runtime import logs
 from computedomain.runtime.clock import REAL_CLOCK, Clock
 from computedomain.sim.controllers.resourceclaims import PROTECTION_FINALIZER
 
-from . import allocation, placement
+from . import allocation, placement, requeue
 
 __all__ = ["Decision", "Scheduler", "decide"]
 
@@ -131,7 +132,10 @@ class Scheduler:
         self.clock = clock or REAL_CLOCK
         self.nodes = Informer(api, NODES, name="scheduler-nodes")
         self.pods = Informer(
-            api, PODS, name="scheduler-pods", indexers={"node": index_by_node_name}
+            api,
+            PODS,
+            name="scheduler-pods",
+            indexers={"node": index_by_node_name, "claim": requeue.claims_of_pod},
         )
         self.claims = Informer(api, RESOURCE_CLAIMS, name="scheduler-claims")
         self.slices = Informer(
@@ -148,7 +152,14 @@ class Scheduler:
             FuncHandler(add=self._pod_changed, update=lambda _o, n: self._pod_changed(n))
         )
         self.claims.add_handler(self.claim_cache)
-        for informer in (self.claims, self.slices, self.classes):
+        self.claims.add_handler(
+            FuncHandler(
+                add=lambda c: self._claim_changed(None, c),
+                update=self._claim_changed,
+                delete=lambda c: self._claim_changed(c, None),
+            )
+        )
+        for informer in (self.slices, self.classes):
             informer.add_handler(
                 FuncHandler(
                     add=lambda _o: self._requeue_pending(),
@@ -199,6 +210,16 @@ class Scheduler:
         for pod in self.pods.store.list():
             self._pod_changed(pod)
 
+    def _claim_changed(self, old: Obj | None, new: Obj | None) -> None:
+        """Reconsider the pending pods a claim event can unblock (see :mod:`.requeue`)."""
+        if requeue.releases_devices(old, new):
+            self._requeue_pending()
+            return
+        claim = new if new is not None else old
+        assert claim is not None
+        for pod in self.pods.store.by_index("claim", object_key(claim)):
+            self._pod_changed(pod)
+
     async def sync(self, key: str) -> None:
         """Schedule the pod ``key`` if it is still pending. Raises API errors (retried)."""
         pod = self.pods.store.get(key)
@@ -207,10 +228,14 @@ class Scheduler:
         namespace = str(pod["metadata"].get("namespace", ""))
         claim_keys = _claim_keys(pod)
         if claim_keys is None:
-            await self._unschedulable(pod, "waiting for the pod's ResourceClaims to be created")
+            # kube-scheduler's DRA PreEnqueue: the pod waits for its claims to be created
+            # without a scheduling attempt, so without a condition or an event (a write per
+            # pod of every job); recording the claim in the pod's status requeues it.
             return
         claims = {k: c for k in claim_keys if (c := self.claim_cache.get(k)) is not None}
         missing = [k for k in claim_keys if k not in claims]
+        if missing and not set(missing) & _named_claim_keys(pod):
+            return  # claims made from templates, not in our cache yet: their add requeues
         if missing:
             names = ", ".join(f'"{k.partition("/")[2]}"' for k in missing)
             await self._unschedulable(pod, f"resourceclaim {names} not found")
@@ -339,6 +364,16 @@ class Scheduler:
         except errors.NotFound:
             return
         self.events.event(dict(pod), "Warning", "FailedScheduling", message)
+
+
+def _named_claim_keys(pod: Obj) -> set[str]:
+    """``ns/name`` of the claims the pod names itself (``resourceClaimName``). Pure."""
+    namespace = (pod.get("metadata") or {}).get("namespace", "")
+    return {
+        f"{namespace}/{entry['resourceClaimName']}"
+        for entry in (pod.get("spec") or {}).get("resourceClaims") or []
+        if entry.get("resourceClaimName")
+    }
 
 
 def _claim_keys(pod: Obj) -> list[str] | None:

@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from computedomain.sim.controllers import daemonset
+from computedomain.sim.controllers import daemonset, daemonset_controller
 
 LABEL = "cd"
 node_names = st.sampled_from([f"n{i}" for i in range(6)])
@@ -84,3 +84,29 @@ def test_plan_invariants(
     assert plan.status["desiredNumberScheduled"] == sum(
         daemonset.should_run(the_ds, n)[0] for n in all_nodes
     )
+
+
+@given(nodes(), pods(), st.booleans())
+def test_looking_only_at_candidate_nodes_changes_no_decision(
+    all_nodes: list[dict[str, Any]], all_pods: list[dict[str, Any]], tolerate: bool
+) -> None:
+    the_ds = ds(tolerate)
+    names = {n["metadata"]["name"]: f"d-{n['metadata']['name']}" for n in all_nodes}
+    candidates = daemonset_controller.candidate_nodes(the_ds, all_nodes, all_pods)
+    assert daemonset.plan(the_ds, candidates, all_pods, names) == daemonset.plan(
+        the_ds, all_nodes, all_pods, names
+    )
+    assert all(
+        n["metadata"]["labels"]
+        or n["metadata"]["name"] in {p["spec"]["nodeName"] for p in all_pods}
+        for n in candidates
+    )
+
+
+def test_pod_names_are_made_only_for_the_nodes_asked() -> None:
+    made = daemonset_controller.PodNames("d-")
+    first = made["n1"]
+    assert first.startswith("d-")
+    assert len(first) == len("d-") + 5
+    assert made["n1"] == first  # stable within one sync
+    assert list(made) == ["n1"]

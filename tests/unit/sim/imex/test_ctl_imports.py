@@ -1,22 +1,107 @@
 """The ``nvidia-imex-ctl`` stand-in runs as a fresh process for every readiness probe of every
-simulated IMEX daemon (once a second during start-up), so what it imports is its cost: it must
-not load asyncio, attrs or logging (bench/e2e.py measures the effect)."""
+simulated IMEX daemon (once a second during start-up), so what it loads is its cost: its wrapper
+runs it as a self-contained script without ``site`` and without the package (bench/e2e.py
+measures the effect). It reads the IMEX config as the daemon's reader does."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
+from pathlib import Path
 
-HEAVY = ("asyncio", "attrs", "logging", "kubernetes", "aiohttp")
+from hypothesis import given
+from hypothesis import strategies as st
+
+from computedomain.api import names
+from computedomain.daemon import imexconfig
+from computedomain.sim.imex import ctl, wrappers
+
+CTL_FILE = Path(ctl.__file__)
 
 
-def test_the_ctl_stand_in_loads_no_heavy_module() -> None:
+def test_the_wrapper_runs_the_stand_in_isolated_without_site(tmp_path: Path) -> None:
+    text = (wrappers.ensure(tmp_path) / names.IMEX_CTL_BINARY).read_text()
+    assert f"-I -S {CTL_FILE}" in text
+
+
+def test_the_stand_in_loads_only_the_standard_library(tmp_path: Path) -> None:
+    # Run it as the wrapper does, then list what it had imported: nothing of the package, no
+    # site, no asyncio.
     code = (
-        "import json, sys; import computedomain.sim.imex.ctl; "
-        f"print(json.dumps(sorted(set({list(HEAVY)!r}) & set(sys.modules))))"
+        f"import runpy, sys, json; sys.argv = ['ctl', '-c', {str(tmp_path / 'none')!r}, '-q']\n"
+        f"try:\n    runpy.run_path({str(CTL_FILE)!r}, run_name='__main__')\n"
+        "except SystemExit:\n    pass\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('computedomain', 'site', 'asyncio', 'attrs', 'attr', 'logging', 'argparse'))))"
     )
     result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+        [sys.executable, "-I", "-S", "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
     )
-    assert json.loads(result.stdout) == []
+    assert result.stdout.splitlines()[-1] == "[]"
+
+
+def test_a_missing_config_is_reported_with_exit_1(tmp_path: Path) -> None:
+    wrapper = wrappers.ensure(tmp_path / "cache") / names.IMEX_CTL_BINARY
+    result = subprocess.run(
+        [str(wrapper), "-c", str(tmp_path / "imexd.cfg"), "-q"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert result.stdout.startswith(f"cannot read {tmp_path / 'imexd.cfg'}")
+
+
+def test_a_disabled_command_service_is_not_ready(tmp_path: Path) -> None:
+    config = tmp_path / "imexd.cfg"
+    config.write_text("IMEX_CMD_ENABLED=0\nIMEX_CMD_PORT=50005\n")
+    wrapper = wrappers.ensure(tmp_path / "cache") / names.IMEX_CTL_BINARY
+    result = subprocess.run(
+        [str(wrapper), "-c", str(config), "-q"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (result.returncode, result.stdout) == (
+        1,
+        "IMEX command service is disabled (IMEX_CMD_ENABLED != 1)\n",
+    )
+
+
+def test_bad_usage_exits_2(capsys) -> None:  # type: ignore[no-untyped-def]
+    assert ctl.main(["-q"]) == 2
+    assert ctl.main(["-c", "x"]) == 2
+    assert ctl.main(["-c", "x", "-q", "--other"]) == 2
+    assert "--other" in capsys.readouterr().err
+
+
+def test_config_flag_spellings() -> None:
+    for config in (["-c", "f"], ["--config", "f"], ["--config=f"], ["-cf"]):
+        assert ctl.parse_args([*config, "-q"]) == ("f", True)
+        assert ctl.parse_args(["--query", *config]) == ("f", True)
+    assert ctl.parse_args(["-c", "f"]) == ("f", False)
+
+
+lines = st.lists(
+    st.one_of(
+        st.tuples(
+            st.text(alphabet="ABCDEFGHIJ_ #=", min_size=0, max_size=8),
+            st.sampled_from(["=", " = ", "", "=="]),
+            st.text(alphabet="0123456789.abc #=", max_size=8),
+        ).map("".join),
+        st.sampled_from(["", "   ", "# comment", "#A=1", "\t"]),
+    ),
+    max_size=12,
+)
+
+
+@given(lines)
+def test_the_stand_in_reads_the_config_as_the_daemon_does(config_lines: list[str]) -> None:
+    text = "\n".join(config_lines)
+    assert ctl.parse_config(text) == imexconfig.parse(text)

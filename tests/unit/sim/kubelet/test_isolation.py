@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -116,3 +117,26 @@ def test_mountns_reports_a_missing_program(tmp_path: Path) -> None:
     )
     assert result.returncode == 127
     assert "exec no-such-program-xyz" in result.stderr
+
+
+def test_the_container_init_is_a_standard_library_script_run_without_site() -> None:
+    # It starts once per container: no site, no virtual environment, no package.
+    argv = isolation.container_argv(Isolation.MOUNTNS, Path("/spec.json"), ["true"])
+    assert argv[-4:] == ["-I", "-S", str(isolation.NSINIT), "/spec.json"]
+    code = (
+        "import runpy, sys\n"
+        "sys.argv = ['nsinit']\n"
+        "try:\n"
+        f"    runpy.run_path({str(isolation.NSINIT)!r}, run_name='__main__')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('computedomain', 'site'))))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert result.stdout.splitlines()[-1] == "[]"
