@@ -9,8 +9,10 @@ Four informers, all started (and synced) before the plugin registers with the ku
 
 :class:`InformerCluster` answers :class:`~computedomain.kubeletplugin.ports.ClusterView` from
 their stores. Every change that may end a wait wakes the waiting prepare requests
-(:mod:`computedomain.kubeletplugin.wakeups`): a domain's, its clique's or its daemon pod's change
-wakes that domain's waiters, a change of the Node wakes the label waiters.
+(:mod:`computedomain.kubeletplugin.wakeups`) through :func:`wake_handlers`: a change of a node's
+entry in a domain's clique or status, or of its daemon pod, wakes that node's waiters of the
+domain; a domain or clique appearing or going, or a domain's spec or deletion, wakes all of the
+domain's waiters; a change of the Node wakes the label waiters.
 """
 
 from __future__ import annotations
@@ -18,12 +20,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+import attrs
+
 from computedomain.api import names
 from computedomain.kube import resources
 from computedomain.kube.informer import FuncHandler, Informer
 from computedomain.kube.rest import Api
 from computedomain.kube.store import index_by_uid
-from computedomain.kubeletplugin.wakeups import NODE_KEY, Wakeups, domain_key
+from computedomain.kubeletplugin.wakeups import (
+    NODE_KEY,
+    Wakeups,
+    changed_entries,
+    domain_key,
+    domain_node_key,
+)
 
 BY_UID: Final = "uid"
 BY_DOMAIN: Final = "domain"
@@ -49,6 +59,76 @@ def _clique_domain(obj: Mapping[str, Any]) -> str:
 
 def _uid(obj: Mapping[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("uid", ""))
+
+
+def _status(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    status = obj.get("status")
+    return status if isinstance(status, Mapping) else {}
+
+
+def _deleting(obj: Mapping[str, Any]) -> bool:
+    return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
+
+
+@attrs.frozen
+class WakeHandlers:
+    """Informer handlers that turn changes into wake-ups (see the module docstring)."""
+
+    domains: FuncHandler
+    cliques: FuncHandler
+    pods: FuncHandler
+    node: FuncHandler
+
+
+def wake_handlers(wakeups: Wakeups) -> WakeHandlers:
+    """The handlers for the domain, clique, daemon pod and Node informers. Used by the plugin
+    and by the hollow nodes' shared informers (whose wake-ups serve every node of a process)."""
+
+    def whole(uid: str) -> None:
+        if uid:
+            wakeups.notify(domain_key(uid))
+
+    def nodes(uid: str, changed: set[str]) -> None:
+        for node in changed:
+            wakeups.notify(domain_node_key(uid, node))
+
+    def domain_update(old: dict[str, Any], new: dict[str, Any]) -> None:
+        uid = _uid(new)
+        if old.get("spec") != new.get("spec") or _deleting(old) != _deleting(new):
+            whole(uid)
+            return
+        nodes(uid, changed_entries(_status(old).get("nodes"), _status(new).get("nodes"), "name"))
+
+    def clique_update(old: dict[str, Any], new: dict[str, Any]) -> None:
+        uid = _clique_domain(new)
+        if uid:
+            nodes(uid, changed_entries(old.get("daemons"), new.get("daemons"), "nodeName"))
+
+    def pod_changed(pod: dict[str, Any]) -> None:
+        uid = _label(pod)
+        node = str((pod.get("spec") or {}).get("nodeName") or "")
+        if uid and node:
+            wakeups.notify(domain_node_key(uid, node))
+
+    def node_changed(*_: Any) -> None:
+        wakeups.notify(NODE_KEY)
+
+    return WakeHandlers(
+        domains=FuncHandler(
+            add=lambda obj: whole(_uid(obj)),
+            update=domain_update,
+            delete=lambda obj: whole(_uid(obj)),
+        ),
+        cliques=FuncHandler(
+            add=lambda obj: whole(_clique_domain(obj)),
+            update=clique_update,
+            delete=lambda obj: whole(_clique_domain(obj)),
+        ),
+        pods=FuncHandler(
+            add=pod_changed, update=lambda _, new: pod_changed(new), delete=pod_changed
+        ),
+        node=FuncHandler(add=node_changed, update=node_changed, delete=node_changed),
+    )
 
 
 class InformerCluster:
@@ -80,24 +160,11 @@ class InformerCluster:
         self.node = Informer(
             api, resources.NODES, field_selector=f"metadata.name={node_name}", name="node"
         )
-        self._wake_on(self.domains, _uid)
-        self._wake_on(self.cliques, _clique_domain)
-        self._wake_on(self.pods, _label)
-        self.node.add_handler(
-            FuncHandler(
-                add=lambda _: wakeups.notify(NODE_KEY),
-                update=lambda _, __: wakeups.notify(NODE_KEY),
-                delete=lambda _: wakeups.notify(NODE_KEY),
-            )
-        )
-
-    def _wake_on(self, informer: Informer, domain_of: Any) -> None:
-        def wake(obj: dict[str, Any]) -> None:
-            uid = domain_of(obj)
-            if uid:
-                self.wakeups.notify(domain_key(uid))
-
-        informer.add_handler(FuncHandler(add=wake, update=lambda _, new: wake(new), delete=wake))
+        handlers = wake_handlers(wakeups)
+        self.domains.add_handler(handlers.domains)
+        self.cliques.add_handler(handlers.cliques)
+        self.pods.add_handler(handlers.pods)
+        self.node.add_handler(handlers.node)
 
     @property
     def informers(self) -> tuple[Informer, ...]:

@@ -362,7 +362,10 @@ class DeviceState:
                 f"current node not ready in ComputeDomain {channelclaims.domain_ref(domain)} "
                 f"({device.domain_id})",
                 reason=reason,
-                wake_on=(wakeups.domain_key(device.domain_id),),
+                wake_on=(
+                    wakeups.domain_key(device.domain_id),
+                    wakeups.domain_node_key(device.domain_id, self.facts.node_name),
+                ),
             )
         return channelclaims.edits(
             channels, self.facts.channel_major, clique_id=self.facts.clique_id

@@ -11,9 +11,10 @@ benchmark measures, and one process could not hold the caches. Here one informer
 serves every node of the process, indexed by node; each node's view answers exactly the
 questions its own informers would (:class:`NodeView` is the plugin's
 :class:`~computedomain.kubeletplugin.ports.ClusterView`). Wake-ups go to one shared
-:class:`~computedomain.kubeletplugin.wakeups.Wakeups`: domain keys are the same on every node,
-and a node-label wake-up reaching another node's waiter is harmless (waking early is always
-safe: the attempt re-checks everything).
+:class:`~computedomain.kubeletplugin.wakeups.Wakeups` through the plugin's own handlers
+(:func:`~computedomain.kubeletplugin.cluster.wake_handlers`): their keys name the domain and the
+node, so a change reaches the waiters it concerns; a node-label wake-up reaching another node's
+waiter is harmless (waking early is always safe: the attempt re-checks everything).
 """
 
 from __future__ import annotations
@@ -23,11 +24,11 @@ from typing import Any, Final
 
 from computedomain.api import names
 from computedomain.kube import resources
-from computedomain.kube.informer import FuncHandler, Informer
+from computedomain.kube.informer import Informer
 from computedomain.kube.rest import Api
 from computedomain.kube.store import Store, index_by_node_name, index_by_uid
 from computedomain.kubeletplugin import cluster as plugin_cluster
-from computedomain.kubeletplugin.wakeups import NODE_KEY, Wakeups, domain_key
+from computedomain.kubeletplugin.wakeups import Wakeups
 
 __all__ = ["NodeView", "SharedInformers"]
 
@@ -73,24 +74,11 @@ class SharedInformers:
             name="hollow-pods",
         )
         self.nodes = Informer(api, resources.NODES, name="hollow-nodes")
-        self._wake_on(self.domains, lambda o: str((o.get("metadata") or {}).get("uid", "")))
-        self._wake_on(self.cliques, plugin_cluster._clique_domain)
-        self._wake_on(self.pods, _label)
-        self.nodes.add_handler(
-            FuncHandler(
-                add=lambda _: self.wakeups.notify(NODE_KEY),
-                update=lambda _, __: self.wakeups.notify(NODE_KEY),
-                delete=lambda _: self.wakeups.notify(NODE_KEY),
-            )
-        )
-
-    def _wake_on(self, informer: Informer, domain_of: Any) -> None:
-        def wake(obj: dict[str, Any]) -> None:
-            uid = domain_of(obj)
-            if uid:
-                self.wakeups.notify(domain_key(uid))
-
-        informer.add_handler(FuncHandler(add=wake, update=lambda _, new: wake(new), delete=wake))
+        handlers = plugin_cluster.wake_handlers(self.wakeups)
+        self.domains.add_handler(handlers.domains)
+        self.cliques.add_handler(handlers.cliques)
+        self.pods.add_handler(handlers.pods)
+        self.nodes.add_handler(handlers.node)
 
     @property
     def informers(self) -> tuple[Informer, ...]:

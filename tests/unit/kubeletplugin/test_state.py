@@ -82,7 +82,7 @@ async def test_channel_claim_waits_then_completes(tmp_path: Path) -> None:
         f"Waiting for the IMEX daemon of ComputeDomain team-a/job on node n1 "
         f"(clique {fx.CLIQUE}): no daemon pod on this node yet"
     )
-    assert wait.value.wake_on == (f"domain/{cd_uid}",)
+    assert wait.value.wake_on == (f"domain/{cd_uid}", f"domain/{cd_uid}/node/n1")
     assert h.labeler.value == cd_uid
     stored = entry(h, claim)
     assert stored is not None
