@@ -1,13 +1,25 @@
-"""At most one status write per domain per window (default 250 ms).
+"""At most one status write per domain per window; the window widens while a domain is busy.
 
 Daemon pods and clique entries of a domain change in bursts (a rack of daemons starting
-together); each change triggers a reconcile, and each reconcile may want to write the domain's
-status. :class:`Coalescer` remembers when each domain's status was last written; a reconcile
-that wants to write sooner defers the write and re-queues its key for the end of the window,
-where the latest state is written once. The first write of a domain is never delayed.
+together, each joining, then turning Ready); each change triggers a reconcile, and each
+reconcile may want to write the domain's status. :class:`Coalescer` remembers when each domain's
+status was last written; a reconcile that wants to write sooner defers the write and re-queues
+its key for the end of the window, where the latest state is written once.
 
-Used by :mod:`computedomain.controller.reconciling`; time comes from an injected monotonic
-clock function (a clock's ``monotonic`` in tests).
+A fixed 250 ms window still costs a forming 18-node domain one write per window for as long as
+the burst lasts (about two status writes per node joined, measured with ``bench/scale.py``).
+So the window adapts: each write that had to wait for its window doubles the domain's window,
+up to ``max_window`` (default 2 s, upstream's status poll period, so the lag is never worse
+than upstream's); a write that did not have to wait (the domain was quiet) resets it to
+``window``. Changes that users wait on (the domain's global status flipping between Ready and
+NotReady) are *urgent*: they only wait for the base window. So the guarantee stays "at most one
+write per domain per ``window``", a quiet domain's change is written at once, and a burst costs
+a handful of writes instead of one per 250 ms.
+
+The first write of a domain is never delayed. Used by
+:mod:`computedomain.controller.reconciling` (wait, deferred) and
+:mod:`computedomain.controller.applying` (wrote); time comes from an injected monotonic clock
+function (a clock's ``monotonic`` in tests).
 """
 
 from __future__ import annotations
@@ -15,29 +27,70 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+import attrs
+
+
+@attrs.define
+class _Domain:
+    last: float
+    window: float
+    deferred: bool = False
+
 
 class Coalescer:
     """Per-domain bookkeeping of the last status write. Single event loop."""
 
-    def __init__(self, window: float, monotonic: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        window: float,
+        monotonic: Callable[[], float] = time.monotonic,
+        *,
+        max_window: float | None = None,
+    ) -> None:
         self.window = window
+        self.max_window = window if max_window is None else max(window, max_window)
         self._now = monotonic
-        self._last: dict[str, float] = {}
+        self._domains: dict[str, _Domain] = {}
 
-    def wait(self, uid: str) -> float:
-        """Seconds until ``uid`` may be written again (0: now)."""
-        last = self._last.get(uid)
-        if last is None or self.window <= 0:
+    def wait(self, uid: str, *, urgent: bool = False) -> float:
+        """Seconds until ``uid`` may be written again (0: now). Pure.
+
+        ``urgent`` writes only wait for the base window, however wide the domain's window is.
+        """
+        state = self._domains.get(uid)
+        if state is None or self.window <= 0:
             return 0.0
-        return max(0.0, last + self.window - self._now())
+        window = self.window if urgent else state.window
+        return max(0.0, state.last + window - self._now())
+
+    def deferred(self, uid: str) -> None:
+        """Record that a write of ``uid`` had to wait: its next write widens the window."""
+        state = self._domains.get(uid)
+        if state is not None:
+            state.deferred = True
 
     def wrote(self, uid: str) -> None:
-        """Record a status write of ``uid`` now."""
-        self._last[uid] = self._now()
+        """Record a status write of ``uid`` now, and set the window its next write must wait."""
+        state = self._domains.get(uid)
+        now = self._now()
+        if state is None:
+            self._domains[uid] = _Domain(last=now, window=self.window)
+            return
+        if state.deferred:
+            state.window = min(max(state.window, self.window) * 2, self.max_window)
+        else:
+            state.window = self.window
+        state.last = now
+        state.deferred = False
+
+    def current_window(self, uid: str) -> float:
+        """The window ``uid``'s next non-urgent write waits for (the base for unknown uids)."""
+        state = self._domains.get(uid)
+        return self.window if state is None else state.window
 
     def forget(self, uid: str) -> None:
         """Drop ``uid`` (its domain is gone). Idempotent."""
-        self._last.pop(uid, None)
+        self._domains.pop(uid, None)
 
     def __len__(self) -> int:
-        return len(self._last)
+        return len(self._domains)

@@ -21,6 +21,7 @@ from computedomain.api.errors import ConfigError
 
 DEFAULT_DAEMON_COMMAND: Final = "cd-imex-daemon"
 DEFAULT_STATUS_COALESCE_WINDOW: Final = 0.25
+DEFAULT_STATUS_COALESCE_MAX_WINDOW: Final = 2.0  # upstream polls status every 2 s
 DEFAULT_CLEANUP_INTERVAL: Final = 600.0  # upstream's orphan-cleanup period (10 min)
 DEFAULT_RESYNC_PERIOD: Final = 600.0  # upstream's informer resync (10 min)
 
@@ -86,6 +87,7 @@ class ControllerConfig:
     additional_namespaces: tuple[str, ...] = ()
     workers: int = 1
     status_coalesce_window: float = DEFAULT_STATUS_COALESCE_WINDOW
+    status_coalesce_max_window: float = DEFAULT_STATUS_COALESCE_MAX_WINDOW
     cleanup_interval: float = DEFAULT_CLEANUP_INTERVAL
     resync_period: float = DEFAULT_RESYNC_PERIOD
 

@@ -53,7 +53,11 @@ class Controller:
         self.queue: RateLimitingQueue[str] = RateLimitingQueue(
             name=QUEUE_NAME, clock=clock, metrics=self.metrics
         )
-        self.coalescer = Coalescer(config.status_coalesce_window, self.clock.monotonic)
+        self.coalescer = Coalescer(
+            config.status_coalesce_window,
+            self.clock.monotonic,
+            max_window=config.status_coalesce_max_window,
+        )
         self.applier = Applier(
             api, self.caches, recorder=recorder, metrics=self.metrics, coalescer=self.coalescer
         )

@@ -111,6 +111,13 @@ OPTIONS: Final = (
         help="at most one status write per domain per window (ours)",
     ),
     Option(
+        "--status-coalesce-max-window",
+        "STATUS_COALESCE_MAX_WINDOW",
+        flags.duration,
+        default=2.0,
+        help="widest window while a domain's status keeps changing (ours; upstream polls every 2s)",
+    ),
+    Option(
         "--cd-daemon-priority-class-name",
         "CD_DAEMON_PRIORITY_CLASS_NAME",
         default="",
@@ -213,6 +220,12 @@ def resolve(values: argparse.Namespace) -> ProgramConfig:
     config.check_positive("KUBE_API_BURST", values.kube_api_burst)
     config.check_positive("WORKERS", values.workers)
     config.check_non_negative("STATUS_COALESCE_WINDOW", values.status_coalesce_window)
+    if values.status_coalesce_max_window < values.status_coalesce_window:
+        raise ConfigError(
+            "STATUS_COALESCE_MAX_WINDOW",
+            f"must not be below STATUS_COALESCE_WINDOW ({values.status_coalesce_window}s),"
+            f" got {values.status_coalesce_max_window}s",
+        )
     config.check_positive("CLEANUP_INTERVAL", values.cleanup_interval)
     priority = values.cd_daemon_priority_class_name.strip()
     if priority:
@@ -241,6 +254,7 @@ def resolve(values: argparse.Namespace) -> ProgramConfig:
         additional_namespaces=config.parse_namespaces(values.additional_namespaces),
         workers=values.workers,
         status_coalesce_window=values.status_coalesce_window,
+        status_coalesce_max_window=values.status_coalesce_max_window,
         cleanup_interval=values.cleanup_interval,
     )
     election = None

@@ -104,12 +104,18 @@ class Reconciler:
         await self.applier.apply(actions, snapshot.domain)
 
     def _coalesce(self, uid: str, actions: tuple[Action, ...]) -> tuple[Action, ...]:
-        """Defer a status write that comes too soon; re-queue the key for when it may."""
-        if not any(isinstance(a, WriteStatus) for a in actions):
+        """Defer a status write that comes too soon; re-queue the key for when it may.
+
+        A write that flips the domain's global status is urgent (see :mod:`.coalescing`).
+        """
+        writes = [a for a in actions if isinstance(a, WriteStatus)]
+        if not writes:
             return actions
-        wait = self.coalescer.wait(uid)
+        urgent = any(a.global_status != (a.based_on or {}).get("status") for a in writes)
+        wait = self.coalescer.wait(uid, urgent=urgent)
         if wait <= 0:
             return actions
+        self.coalescer.deferred(uid)
         self.queue.add_after(uid, wait)
         return tuple(a for a in actions if not isinstance(a, WriteStatus))
 

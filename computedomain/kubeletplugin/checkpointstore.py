@@ -25,7 +25,7 @@ from pathlib import Path
 import attrs
 
 from computedomain.kubeletplugin import upstreamcheckpoint
-from computedomain.kubeletplugin.checkpoint import Checkpoint, CorruptCheckpoint, decode, encode
+from computedomain.kubeletplugin.checkpoint import Checkpoint, CorruptCheckpoint, Encoder, decode
 from computedomain.runtime import files, logs
 
 log = logs.get_logger(__name__)
@@ -71,6 +71,7 @@ class CheckpointStore:
         self._on_corrupt = on_corrupt
         self._last = Checkpoint()
         self._last_stat: tuple[int, int, int] | None = None  # (inode, mtime ns, size) of _last
+        self._encoder = Encoder()
 
     def _quarantine(self, reason: str) -> Path:
         moved = files.move_aside(self.path, reason)
@@ -160,6 +161,6 @@ class CheckpointStore:
 
     def write(self, checkpoint: Checkpoint) -> None:
         """Write atomically and durably (runtime.files.atomic_write); raises OSError."""
-        files.atomic_write(self.path, encode(checkpoint), mode=0o600)
+        files.atomic_write(self.path, self._encoder.encode(checkpoint), mode=0o600)
         self._last = checkpoint
         self._last_stat = self._stat()

@@ -4,6 +4,7 @@ One registry per plugin instance (the simulation runs several in one process), s
 HTTP endpoint. Request counters and durations count successful claims only; error counters
 count failed attempts, retries included; ``nvidia_dra_prepared_devices`` is recomputed from the
 checkpoint after every write. Series for both operations exist from the start, at zero.
+The labelled children are looked up once, here, not on every claim.
 """
 
 from __future__ import annotations
@@ -67,16 +68,20 @@ class Metrics:
             ["driver", "error_type"],
             registry=self.registry,
         )
-        for operation in (PREPARE, UNPREPARE):
-            self.requests.labels(driver, operation)
-            self.duration.labels(driver, operation)
-            self.inflight.labels(driver, operation)
-        for device_type in (*DeviceType, "unknown"):
-            self.prepared.labels(node_name, driver, str(device_type)).set(0)
+        operations = (PREPARE, UNPREPARE)
+        self._requests = {op: self.requests.labels(driver, op) for op in operations}
+        self._duration = {op: self.duration.labels(driver, op) for op in operations}
+        self._inflight = {op: self.inflight.labels(driver, op) for op in operations}
+        self._prepared = {
+            str(t): self.prepared.labels(node_name, driver, str(t))
+            for t in (*DeviceType, "unknown")
+        }
+        for child in self._prepared.values():
+            child.set(0)
 
     def succeeded(self, operation: str, seconds: float) -> None:
-        self.requests.labels(self.driver, operation).inc()
-        self.duration.labels(self.driver, operation).observe(seconds)
+        self._requests[operation].inc()
+        self._duration[operation].observe(seconds)
 
     def failed(self, operation: str, error_type: str) -> None:
         counter = self.prepare_errors if operation == PREPARE else self.unprepare_errors
@@ -84,7 +89,7 @@ class Metrics:
 
     def attempt(self, operation: str) -> Gauge:
         """The in-flight gauge child; use ``with metrics.attempt(op).track_inprogress():``."""
-        return self.inflight.labels(self.driver, operation)
+        return self._inflight[operation]
 
     def observe_checkpoint(self, checkpoint: Checkpoint) -> None:
         counts = {str(t): 0 for t in (*DeviceType, "unknown")}
@@ -92,4 +97,4 @@ class Metrics:
             for device in entry.devices:
                 counts[str(device.type)] += 1
         for device_type, count in counts.items():
-            self.prepared.labels(self.node_name, self.driver, device_type).set(count)
+            self._prepared[device_type].set(count)

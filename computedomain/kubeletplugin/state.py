@@ -145,9 +145,23 @@ class DeviceState:
             return cached
         return await asyncio.to_thread(self._checkpoints.read)
 
-    async def _write(self, checkpoint: Checkpoint) -> None:
+    async def _write(
+        self, checkpoint: Checkpoint, *, first: Callable[[], None] | None = None
+    ) -> None:
+        """Write the checkpoint (tombstones past their TTL dropped) in a worker thread.
+
+        ``first`` runs in the same thread just before the write (one hop instead of two for
+        the file work that must precede the record); what it raises propagates and nothing
+        is written then.
+        """
         fresh = checkpoint.expire_tombstones(self._now(), TOMBSTONE_TTL)
-        await asyncio.to_thread(self._checkpoints.write, fresh)
+
+        def work() -> None:
+            if first is not None:
+                first()
+            self._checkpoints.write(fresh)
+
+        await asyncio.to_thread(work)
         if self._on_checkpoint is not None:
             self._on_checkpoint(fresh)
 
@@ -205,16 +219,20 @@ class DeviceState:
         spec = cdi.claim_spec(
             uid, [(d.device, e) for d, e in prepared], host_paths=self.facts.host_paths
         )
-        try:
-            if spec is None:
-                await asyncio.to_thread(self._cdi.remove_claim, uid)
-            else:
-                await asyncio.to_thread(self._cdi.write_claim, uid, spec)
-        except OSError as exc:
-            raise TemporaryError(f"writing the CDI spec: {exc}") from exc
+
+        def write_spec() -> None:
+            try:
+                if spec is None:
+                    self._cdi.remove_claim(uid)
+                else:
+                    self._cdi.write_claim(uid, spec)
+            except OSError as exc:
+                raise TemporaryError(f"writing the CDI spec: {exc}") from exc
+
         final = tuple(attrs.evolve(d, cdi_device_ids=cdi_ids(uid, d, e)) for d, e in prepared)
         completed = attrs.evolve(started, state=ClaimState.PREPARE_COMPLETED, devices=final)
-        await self._write(checkpoint.with_claim(uid, completed))
+        # The spec is on disk before PrepareCompleted is recorded (one thread hop for both).
+        await self._write(checkpoint.with_claim(uid, completed), first=write_spec)
         return to_kubelet(final)
 
     def _check_domains(
@@ -300,23 +318,23 @@ class DeviceState:
             name=str(meta.get("name", "")),
             namespace=str(meta.get("namespace", "")),
         )
+        host_dir, fabric = await asyncio.to_thread(self._daemon_files, device.domain_id)
+        return daemonclaims.edits(identity, self.facts.clique_id, host_dir, fabric)
+
+    def _daemon_files(self, domain_id: str) -> tuple[Path, cdi.DeviceNode | None]:
+        """The domain directory (created) and the fabric node: the file work of a daemon
+        device, in one thread hop. Blocking; raises TemporaryError."""
         try:
-            host_dir = await asyncio.to_thread(
-                daemonclaims.ensure_domain_dir, self.facts.domains_root, device.domain_id
-            )
+            host_dir = daemonclaims.ensure_domain_dir(self.facts.domains_root, domain_id)
         except OSError as exc:
             raise TemporaryError(f"creating the domain directory: {exc}") from exc
-        fabric = None
-        if self.facts.clique_id:
-            try:
-                fabric = await asyncio.to_thread(
-                    daemonclaims.fabric_node,
-                    self.facts.proc_devices,
-                    self.facts.fabric_capability,
-                )
-            except ProcError as exc:
-                raise TemporaryError(f"fabric-imex-mgmt device: {exc}") from exc
-        return daemonclaims.edits(identity, self.facts.clique_id, host_dir, fabric)
+        if not self.facts.clique_id:
+            return host_dir, None
+        try:
+            fabric = daemonclaims.fabric_node(self.facts.proc_devices, self.facts.fabric_capability)
+        except ProcError as exc:
+            raise TemporaryError(f"fabric-imex-mgmt device: {exc}") from exc
+        return host_dir, fabric
 
     async def _channel(
         self, device: PreparedDevice, domain: Mapping[str, Any], channels: Sequence[int]
@@ -377,16 +395,28 @@ class DeviceState:
             else:
                 checkpoint = checkpoint.without_claim(ref.uid)
             await self._write(checkpoint)
+        # The label and the CDI spec are independent: release both at once (the API call
+        # and the file removal overlap); the first failure is raised, the retry redoes both.
+        outcomes = await asyncio.gather(
+            self._release_labels(entry, checkpoint),
+            asyncio.to_thread(self._cdi.remove_claim, ref.uid),
+            return_exceptions=True,
+        )
+        for outcome in outcomes:
+            if isinstance(outcome, OSError):
+                raise TemporaryError(f"deleting the CDI spec: {outcome}") from outcome
+            if isinstance(outcome, BaseException):
+                raise outcome
+
+    async def _release_labels(self, entry: ClaimEntry | None, checkpoint: Checkpoint) -> None:
+        """Release the label a channel device of ``entry`` held, or (no entry) any label no
+        claim of ``checkpoint`` holds. Raises TemporaryError."""
         if entry is None:
             await self._labeler.release_unheld(held_domains(checkpoint))
-        else:
-            for device in entry.devices:
-                if device.type is DeviceType.CHANNEL:
-                    await self._labeler.release(device.domain_id)
-        try:
-            await asyncio.to_thread(self._cdi.remove_claim, ref.uid)
-        except OSError as exc:
-            raise TemporaryError(f"deleting the CDI spec: {exc}") from exc
+            return
+        for device in entry.devices:
+            if device.type is DeviceType.CHANNEL:
+                await self._labeler.release(device.domain_id)
 
     async def forget(self, uid: str) -> None:
         """Unprepare a stale claim found by cleanup (its namespace and name from the entry)."""

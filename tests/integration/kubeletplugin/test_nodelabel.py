@@ -51,3 +51,43 @@ async def test_another_domain_holds_the_node(api: Api, world: World) -> None:
     )
     assert str(wait.value) == "label already exists for a different ComputeDomain"
     assert await world.node_label() == "cd-other"
+
+
+def node_requests(api: Api) -> dict[str, int]:
+    """Successful requests on Nodes so far, by verb."""
+    return {
+        verb: count
+        for (verb, plural, code), count in api.stats.snapshot().items()
+        if plural == "nodes" and code < 300
+    }
+
+
+async def test_a_release_after_our_own_label_write_is_one_request(api: Api, world: World) -> None:
+    """The cached copy (our own write) shows the label: the removal is a compare-and-swap from
+    it, with no read first."""
+    store = Store()
+    store.upsert(await api.get(resources.NODES, world.node))
+    labeler = NodeLabeler(api, world.node, MutationCache(store), lambda uid: None)
+    await labeler.ensure("cd-1")
+    before = node_requests(api)
+    await labeler.release("cd-1")
+    after = node_requests(api)
+    assert after.get("update", 0) - before.get("update", 0) == 1
+    assert after.get("get", 0) == before.get("get", 0)
+    assert await world.node_label() is None
+
+
+async def test_a_release_whose_cache_missed_the_label_write_still_removes_it(
+    api: Api, world: World
+) -> None:
+    """A label write that landed although its answer was lost is not in the cached copy: the
+    removal finds nothing to do there, reads the Node from the API and removes the label."""
+    store = Store()
+    store.upsert(await api.get(resources.NODES, world.node))  # taken before the label landed
+    await world.set_node_label("cd-1")
+    labeler = NodeLabeler(api, world.node, MutationCache(store), lambda uid: None)
+    await labeler.release("cd-1")
+    assert await world.node_label() is None
+    await world.set_node_label("cd-2")
+    await labeler.release_unheld({"cd-1"})  # the cache says no label; the API says cd-2
+    assert await world.node_label() is None

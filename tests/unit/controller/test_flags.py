@@ -38,6 +38,7 @@ def test_upstream_defaults() -> None:
     # ours
     assert cfg.controller.workers == 4
     assert cfg.controller.status_coalesce_window == 0.25
+    assert cfg.controller.status_coalesce_max_window == 2.0
     assert (daemon.priority_class_name, daemon.resources, daemon.command) == (
         "",
         {},
@@ -129,6 +130,10 @@ def test_flags_win_over_environment_and_klog_v_works() -> None:
         ({"MAX_NODES_PER_IMEX_DOMAIN": "0"}, "MAX_NODES_PER_IMEX_DOMAIN: must be greater than 0"),
         ({"WORKERS": "0"}, "WORKERS: must be greater than 0"),
         ({"STATUS_COALESCE_WINDOW": "soon"}, "environment variable STATUS_COALESCE_WINDOW"),
+        (
+            {"STATUS_COALESCE_WINDOW": "1s", "STATUS_COALESCE_MAX_WINDOW": "500ms"},
+            "STATUS_COALESCE_MAX_WINDOW: must not be below STATUS_COALESCE_WINDOW",
+        ),
         ({"CD_DAEMON_RESOURCES": "cpu=lots"}, "CD_DAEMON_RESOURCES: cpu: 'lots'"),
         ({"CD_DAEMON_IMAGE_PULL_SECRET_NAMES": "UPPER"}, "CD_DAEMON_IMAGE_PULL_SECRET_NAMES"),
         ({"ADDITIONAL_NAMESPACES": "a,B"}, "ADDITIONAL_NAMESPACES"),

@@ -6,7 +6,6 @@ import threading
 
 from prometheus_client import generate_latest
 
-from computedomain.controller.coalescing import Coalescer
 from computedomain.controller.metrics import ControllerMetrics
 
 
@@ -72,34 +71,6 @@ def test_queue_and_reconcile_metrics_are_exposed() -> None:
         'computedomain_controller_reconcile_duration_seconds_count{outcome="done"} 1.0',
     ):
         assert name in text
-
-
-class _Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def test_coalescer_allows_one_write_per_window() -> None:
-    clock = _Clock()
-    window = Coalescer(0.25, clock)
-    assert window.wait("a") == 0.0
-    window.wrote("a")
-    clock.now += 0.1
-    assert abs(window.wait("a") - 0.15) < 1e-9
-    assert window.wait("b") == 0.0
-    clock.now += 0.2
-    assert window.wait("a") == 0.0
-    window.forget("a")
-    assert len(window) == 0
-
-
-def test_zero_window_never_waits() -> None:
-    window = Coalescer(0.0, _Clock())
-    window.wrote("a")
-    assert window.wait("a") == 0.0
 
 
 def test_leadership_gauge() -> None:

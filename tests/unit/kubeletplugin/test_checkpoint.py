@@ -46,6 +46,35 @@ def test_round_trip(value: cp.Checkpoint) -> None:
     assert cp.decode(cp.encode(value)) == value
 
 
+any_text = st.text(max_size=8)  # quotes, backslashes, non-ASCII: escaping must match
+odd_checkpoints = st.builds(
+    cp.Checkpoint,
+    boot_id=any_text,
+    claims=st.dictionaries(
+        any_text,
+        st.builds(
+            cp.ClaimEntry,
+            state=st.sampled_from(list(cp.ClaimState)),
+            namespace=any_text,
+            name=any_text,
+            at=st.floats(0, 2e9, allow_nan=False),
+        ),
+        max_size=4,
+    ),
+    tombstones=st.dictionaries(any_text, st.floats(0, 2e9, allow_nan=False), max_size=3),
+)
+
+
+@settings(max_examples=60)
+@given(st.one_of(checkpoints, odd_checkpoints))
+def test_encoding_is_the_canonical_json_of_the_whole_document(value: cp.Checkpoint) -> None:
+    raw = cp.encode(value)
+    doc = json.loads(raw)
+    assert raw == json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
+    stored = doc.pop("checksum")
+    assert stored == cp.checksum(doc)
+
+
 @settings(max_examples=40)
 @given(checkpoints, st.data())
 def test_any_changed_byte_of_content_is_detected(value: cp.Checkpoint, data: st.DataObject) -> None:
@@ -149,3 +178,18 @@ def test_file_mode_and_boot_id(tmp_path: Path) -> None:
     boot = tmp_path / "boot_id"
     boot.write_text("0b3a7c62-1e0b-4ea4-9b3c-9f1d2a1b1c3d\n")
     assert read_boot_id(boot) == "0b3a7c62-1e0b-4ea4-9b3c-9f1d2a1b1c3d"
+
+
+@settings(max_examples=40)
+@given(checkpoints, st.lists(st.tuples(ids, st.none() | entries), max_size=6))
+def test_the_store_encoder_writes_what_a_fresh_encoding_writes(
+    start: cp.Checkpoint, changes: list[tuple[str, cp.ClaimEntry | None]]
+) -> None:
+    """The encoder keeps the JSON of unchanged entries between writes: every write is still
+    exactly the encoding of the whole checkpoint."""
+    encoder = cp.Encoder()
+    current = start
+    assert encoder.encode(current) == cp.encode(current)
+    for uid, entry in changes:
+        current = current.without_claim(uid) if entry is None else current.with_claim(uid, entry)
+        assert encoder.encode(current) == cp.encode(current)

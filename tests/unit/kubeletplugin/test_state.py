@@ -403,3 +403,78 @@ async def test_after_a_reboot_an_unprepare_releases_the_label_no_claim_holds(
     h.labeler.value = cd_uid  # as the reboot left it
     await h.state.unprepare(ref(claim))
     assert h.labeler.value is None
+
+
+@attrs.frozen
+class Written:
+    """One checkpoint write, with what was on disk and on the Node when it happened."""
+
+    state: cp.ClaimState | None
+    spec_on_disk: bool
+    label: str | None
+
+
+def record_writes(h: fx.Harness, claim: dict, monkeypatch: pytest.MonkeyPatch) -> list[Written]:
+    uid = claim["metadata"]["uid"]
+    writes: list[Written] = []
+    original = h.checkpoints.write
+
+    def write(checkpoint: cp.Checkpoint) -> None:
+        held = checkpoint.claims.get(uid)
+        spec = h.cdi.claim_path(uid).exists()
+        writes.append(Written(held.state if held else None, spec, h.labeler.value))
+        original(checkpoint)
+
+    monkeypatch.setattr(h.checkpoints, "write", write)
+    return writes
+
+
+async def test_a_prepare_records_started_before_its_effects_and_completed_after(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two checkpoint writes per new claim, no more: PrepareStarted while neither the label
+    nor the CDI spec exists, PrepareCompleted once both do; an unprepare writes once, while
+    both are still there, and removes both after."""
+    h = fx.harness(tmp_path)
+    cd = fx.domain()
+    fx.set_ready(cd)
+    cd_uid = h.cluster.add(cd)["metadata"]["uid"]
+    claim = fx.claim("channel", cd_uid)
+    writes = record_writes(h, claim, monkeypatch)
+    await h.state.prepare(claim, requested_at=h.tick())
+    assert writes == [
+        Written(cp.ClaimState.PREPARE_STARTED, spec_on_disk=False, label=None),
+        Written(cp.ClaimState.PREPARE_COMPLETED, spec_on_disk=True, label=cd_uid),
+    ]
+    await h.state.prepare(claim, requested_at=h.tick())  # completed: no write at all
+    assert len(writes) == 2
+    await h.state.unprepare(ref(claim))
+    assert writes[2:] == [Written(None, spec_on_disk=True, label=cd_uid)]
+    assert h.cdi.claim_uids() == set()
+    assert h.labeler.value is None
+
+
+async def test_a_failed_cdi_write_leaves_the_claim_started(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The spec write and the PrepareCompleted record share a worker thread: when the spec
+    cannot be written the claim is not recorded as completed, and the retry finishes it."""
+    h = fx.harness(tmp_path)
+    cd = h.cluster.add(fx.domain())
+    claim = fx.claim("daemon", cd["metadata"]["uid"])
+
+    def full(*_: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(h.cdi, "write_claim", full)
+    with pytest.raises(TemporaryError, match=r"writing the CDI spec: .*No space left"):
+        await h.state.prepare(claim, requested_at=h.tick())
+    stored = entry(h, claim)
+    assert stored is not None
+    assert stored.state is cp.ClaimState.PREPARE_STARTED
+    monkeypatch.undo()
+    await h.state.prepare(claim, requested_at=h.tick())
+    stored = entry(h, claim)
+    assert stored is not None
+    assert stored.completed
+    assert h.cdi.claim_uids() == {claim["metadata"]["uid"]}
