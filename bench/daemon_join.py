@@ -8,7 +8,11 @@ loop, watches and hosts-file sync, each with its own API client and client-side 
 server running in its own process (as it would in a cluster). Measured from the start until
 every daemon has an entry with a unique index in its clique and every daemon's hosts file maps
 exactly its clique's entries; plus API writes (creates and updates sent, successful or not) and
-409 conflicts per daemon. Pods and clients are created before the clock starts. The daemons'
+409 conflicts per daemon, and where the time went: ``phases`` gives, from the start, when every
+daemon's membership watch had listed (start-up: connections, lists, watches) and when the
+first, median and last daemon had written its own entry (the join proper; the rest until
+``seconds`` is hosts files catching up), and ``setup_seconds`` how long creating the clients
+took. Pods and clients are created before the clock starts. The daemons'
 files go to tmpfs (``/dev/shm`` when present, else ``--files-dir``): here hundreds of daemons
 share one disk, where each real daemon writes one small file on its own node, so fsync latency
 of the test machine's disk would otherwise dominate what is measured.
@@ -162,6 +166,7 @@ async def run_size(
     pods = await create_pods(admin, cd_uid, count)
     policies = registry.load()
     daemons = []
+    setup = time.perf_counter()
     for i, (pod, uid, ip) in enumerate(pods):
         identity = Identity(
             node_name=f"node-{i}",
@@ -187,9 +192,14 @@ async def run_size(
     for daemon in daemons:  # static files first: not part of joining
         daemon.directory.mkdir(parents=True, exist_ok=True)
         daemon.mode.prepare(daemon.paths, daemon.dns_policy, daemon.limit)
+    setup = time.perf_counter() - setup
     cpu_daemons, cpu_server = cpu_seconds(), cpu_seconds(server_pid)
     start = time.perf_counter()
     await asyncio.gather(*(d.start() for d in daemons))
+    listed = [
+        asyncio.create_task(_at(d.parts.membership_informer.wait_for_sync())) for d in daemons
+    ]
+    registered = [asyncio.create_task(_at(d.parts.loop.registered.wait())) for d in daemons]
     deadline = start + 60
     while not converged(daemons, count // cliques):
         if time.perf_counter() > deadline:
@@ -198,6 +208,11 @@ async def run_size(
     elapsed = time.perf_counter() - start
     cpu_daemons, cpu_server = cpu_seconds() - cpu_daemons, cpu_seconds(server_pid) - cpu_server
     ok = converged(daemons, count // cliques) and files_agree(daemons)
+    phases = {
+        "all_listed": _last(listed, start),
+        **dict(zip(("first_registered", "median_registered", "last_registered"),
+                   _spread(registered, start), strict=True)),
+    }  # fmt: skip
     writes = [d.parts.registrar.stats.writes for d in daemons]
     conflicts = [d.parts.registrar.stats.conflicts for d in daemons]
     reads = [d.parts.registrar.stats.reads for d in daemons]
@@ -219,9 +234,38 @@ async def run_size(
         "conflicts_max": max(conflicts),
         "gets_per_daemon": round(statistics.mean(reads), 2),
         "requests_per_daemon": {k: round(n / count, 2) for k, n in sorted(verbs.items())},
+        "phases": phases,
+        "setup_seconds": round(setup, 2),
         "cpu_seconds_daemons_process": round(cpu_daemons, 2),
         "cpu_seconds_apiserver_process": round(cpu_server, 2),
     }
+
+
+async def _at(event: Any) -> float:
+    """When ``event`` (an awaitable) completed, on the perf_counter clock."""
+    await event
+    return time.perf_counter()
+
+
+def _done_times(tasks: list[asyncio.Task[float]], start: float) -> list[float]:
+    for task in tasks:
+        task.cancel()
+    return sorted(t.result() - start for t in tasks if t.done() and not t.cancelled())
+
+
+def _last(tasks: list[asyncio.Task[float]], start: float) -> float | None:
+    """Seconds after ``start`` at which the last task completed (None: some never did)."""
+    times = _done_times(tasks, start)
+    return round(times[-1], 3) if len(times) == len(tasks) else None
+
+
+def _spread(tasks: list[asyncio.Task[float]], start: float) -> tuple[float | None, ...]:
+    """(first, median, last) completion after ``start``; last is None if some never did."""
+    times = _done_times(tasks, start)
+    if not times:
+        return None, None, None
+    last = round(times[-1], 3) if len(times) == len(tasks) else None
+    return round(times[0], 3), round(statistics.median(times), 3), last
 
 
 async def main_async(

@@ -14,6 +14,11 @@ Sources, first match wins:
    ``kubernetes.aio.config`` (which re-reads the rotated token).
 
 Nothing found raises :class:`ClientConfigError` saying what was looked for.
+
+For a plain ``http://`` server (the embedded API server, a local proxy) the client is built
+without a TLS context: the official REST client creates one in its constructor whatever the
+scheme, and loading the system CA store costs 50-180 ms of CPU per client, which in-process
+fleets of clients (hollow daemons, benches) paid hundreds of times over.
 """
 
 from __future__ import annotations
@@ -23,9 +28,11 @@ import os
 import urllib.parse
 import urllib.request
 
+import aiohttp
 import attrs
 from kubernetes.aio import config as aio_config
 from kubernetes.aio.client import ApiClient, Configuration
+from kubernetes.aio.client.rest import RESTClientObject
 
 from computedomain.kube.rest import Api
 from computedomain.runtime.clock import Clock
@@ -119,11 +126,54 @@ def uses_env_proxy(url: str) -> bool:
     return not urllib.request.proxy_bypass(parts.hostname)
 
 
+class _PlainRESTClient(RESTClientObject):
+    """The official REST client for an ``http://`` server: the same session, connector limits,
+    proxy and request code, only no TLS context (nothing would use it)."""
+
+    def __init__(self, configuration: Configuration) -> None:
+        # RESTClientObject.__init__ is not called: its only work beyond these assignments is
+        # building the TLS context. Retries stay off (rest.Api does its own).
+        self.configuration = configuration
+        self.maxsize = configuration.connection_pool_maxsize
+        self.ssl_context = None  # type: ignore[assignment]  # never read for http
+        self.proxy = configuration.proxy
+        self.proxy_headers = configuration.proxy_headers
+        self._effective_retry_options = None
+        self.pool_manager = None
+        self.retry_client = None
+
+    def _create_connector(self) -> aiohttp.TCPConnector:
+        return aiohttp.TCPConnector(limit=self.maxsize, ssl=False)
+
+
+class _PlainApiClient(ApiClient):
+    """``ApiClient`` over :class:`_PlainRESTClient`: the same serialisation, auth and calls."""
+
+    def __init__(self, configuration: Configuration) -> None:
+        # ApiClient.__init__ would build the TLS-context REST client; the rest is the same.
+        self.configuration = configuration
+        self.rest_client = _PlainRESTClient(configuration)
+        self.default_headers: dict[str, str] = {}
+        self.cookie = None
+        self.user_agent = "computedomain"
+        self.client_side_validation = configuration.client_side_validation
+
+
+def api_client(configuration: Configuration) -> ApiClient:
+    """The official ``ApiClient`` for ``configuration``; for ``http://`` hosts one without a
+    TLS context (see the module docstring). Pure construction: no I/O, no request."""
+    if urllib.parse.urlsplit(str(configuration.host)).scheme == "http" and not (
+        configuration.proxy or configuration.retries
+    ):
+        return _PlainApiClient(configuration)
+    return ApiClient(configuration)
+
+
 async def connect(config: ClientConfig, *, clock: Clock | None = None) -> Api:
     """An :class:`Api` for ``config``. Raises ClientConfigError; sends no request."""
     configuration = await load_configuration(config)
     return Api(
-        ApiClient(configuration),
+        api_client(configuration),
         qps=config.qps,
         burst=config.burst,
         user_agent=config.user_agent,

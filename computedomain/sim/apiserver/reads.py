@@ -166,7 +166,7 @@ async def list_(
             raise status.gone(_CONTINUE_TOO_OLD) from None
         raise status.gone("The resourceVersion for the provided list is too old.") from None
     list_rv = state.store.rv if at is None else at
-    keys = _keys(state, rt, snap, f.namespace, at is None)
+    keys = _keys(state, rt, snap, f, at is None)
     if start:
         keys = keys[bisect.bisect_right(keys, start) :]
     items: list[bytes] = []
@@ -193,9 +193,16 @@ def _keys(
     state: ApiState,
     rt: ResourceType,
     snap: Mapping[str, Entry],
-    namespace: str | None,
+    f: Filter,
     live: bool,
 ) -> list[str]:
+    """The sorted keys a list must look at: one key when the selector pins the name within
+    a namespace (an informer of one object), else the namespace's or all keys."""
+    namespace = f.namespace
+    name = f.fields.exact("metadata.name")
+    if name is not None and namespace is not None:
+        key = f"{namespace}/{name}"
+        return [key] if key in snap else []
     if live:
         return state.store.keys(rt.storage_key, namespace)
     keys = sorted(snap)

@@ -10,6 +10,12 @@ timeout, disconnect, server stop or overflow (a watcher that falls ``max_pending
 is closed, as the real server closes unresponsive watchers; the client resumes from its last
 resourceVersion).
 
+Routing: a watch whose field selector pins ``metadata.name`` (an informer of one object, as
+every daemon and kubelet plugin runs) can only ever match events of that name, so the hub files
+it under the name and never offers it other objects' events. With hundreds of such watches on
+one resource (288 daemons each watching its clique object) this spares a selector test per
+watcher and event: only the watchers of that object, plus the unpinned ones, see an event.
+
 Fault-injection seam: :meth:`WatchHub.close_all` and :attr:`Watcher.fail` let a later stage
 drop streams or end them with an early 410 without touching this module's callers.
 """
@@ -94,6 +100,8 @@ class Watcher:
         self.timer_armed = False
         self._prefix = None if namespace is None else namespace + "/"
         self._selects = not labels.empty or not fields.empty
+        # The one object name this watch can match, if its field selector pins it.
+        self.pinned_name = fields.exact("metadata.name")
         self._filtered = namespace is not None or self._selects
 
     def passes(self, e: Entry) -> bool:
@@ -206,19 +214,30 @@ class WatchHub:
     """
 
     def __init__(self, *, max_pending: int = 20_000, flush_interval: float = 0.005) -> None:
-        self._by_key: dict[StorageKey, set[Watcher]] = {}
+        self._by_key: dict[StorageKey, set[Watcher]] = {}  # watchers of any name
+        self._by_name: dict[StorageKey, dict[str, set[Watcher]]] = {}  # name-pinned watchers
         self.max_pending = max_pending
         self.flush_interval = flush_interval
         self._dirty: set[Watcher] = set()
         self._scheduled = False
         self._last_flush = 0.0
 
+    def _interested(self, ev: Event) -> tuple[Watcher, ...]:
+        """The watchers that may want ``ev``: the unpinned ones and those pinned to its name
+        (an object keeps its name, so ``ev.prev`` has the same one)."""
+        anyname = self._by_key.get(ev.skey)
+        by_name = self._by_name.get(ev.skey)
+        pinned = by_name.get(ev.new.name) if by_name else None
+        if not pinned:
+            return tuple(anyname) if anyname else ()
+        return (*anyname, *pinned) if anyname else tuple(pinned)
+
     def on_event(self, ev: Event) -> None:
-        watchers = self._by_key.get(ev.skey)
+        watchers = self._interested(ev)
         if not watchers:
             return
         dirty = self._dirty
-        for w in tuple(watchers):
+        for w in watchers:
             if w.offer(ev):
                 dirty.add(w)
         if dirty and not self._scheduled:
@@ -238,24 +257,44 @@ class WatchHub:
             w.flush()
 
     def add(self, w: Watcher) -> None:
-        self._by_key.setdefault(w.skey, set()).add(w)
+        if w.pinned_name is None:
+            self._by_key.setdefault(w.skey, set()).add(w)
+        else:
+            self._by_name.setdefault(w.skey, {}).setdefault(w.pinned_name, set()).add(w)
 
     def remove(self, w: Watcher) -> None:
-        ws = self._by_key.get(w.skey)
-        if ws is not None:
-            ws.discard(w)
-            if not ws:
-                del self._by_key[w.skey]
+        if w.pinned_name is None:
+            ws = self._by_key.get(w.skey)
+            if ws is not None:
+                ws.discard(w)
+                if not ws:
+                    del self._by_key[w.skey]
+            return
+        names = self._by_name.get(w.skey)
+        pinned = names.get(w.pinned_name) if names is not None else None
+        if names is None or pinned is None:
+            return
+        pinned.discard(w)
+        if not pinned:
+            del names[w.pinned_name]
+            if not names:
+                del self._by_name[w.skey]
+
+    def _all(self) -> list[tuple[StorageKey, Watcher]]:
+        out = [(key, w) for key, ws in self._by_key.items() for w in ws]
+        out += [
+            (key, w) for key, names in self._by_name.items() for ws in names.values() for w in ws
+        ]
+        return out
 
     def close_all(self, skey: StorageKey | None = None, final: bytes | None = None) -> None:
         """End every stream (of one storage key), optionally with a final ERROR line."""
-        for key, ws in list(self._by_key.items()):
+        for key, w in self._all():
             if skey is None or key == skey:
-                for w in tuple(ws):
-                    w.close(final)
+                w.close(final)
 
     def count(self) -> int:
-        return sum(len(ws) for ws in self._by_key.values())
+        return len(self._all())
 
 
 async def serve_watch(

@@ -171,6 +171,66 @@ def test_label_selector_transitions(api_client: client.ApiClient, namespace: str
     assert seen == [("ADDED", "yes"), ("MODIFIED", "yes"), ("DELETED", "yes")]
 
 
+def test_name_pinned_watches_and_lists_see_only_that_object(
+    api_client: client.ApiClient, namespace: str
+) -> None:
+    """A metadata.name field selector (the hub routes such watches by name): other objects'
+    events never arrive, label transitions still turn into ADDED/DELETED, and a cluster-wide
+    watch of the name sees it in every namespace."""
+    core = client.CoreV1Api(api_client)
+    other_ns = f"{namespace}-2"
+    core.create_namespace({"metadata": {"name": other_ns}})
+    try:
+        core.create_namespaced_config_map(namespace, _cm("p", {"pick": "no"}))
+        core.create_namespaced_config_map(namespace, _cm("q", {"pick": "yes"}))
+        listed = core.list_namespaced_config_map(namespace, field_selector="metadata.name=p")
+        assert [i.metadata.name for i in listed.items] == ["p"]
+        none = core.list_namespaced_config_map(namespace, field_selector="metadata.name=zz")
+        assert none.items == []
+        rv = listed.metadata.resource_version
+        core.patch_namespaced_config_map("q", namespace, {"data": {"v": "q1"}})
+        core.patch_namespaced_config_map("p", namespace, {"metadata": {"labels": {"pick": "yes"}}})
+        core.patch_namespaced_config_map("q", namespace, {"data": {"v": "q2"}})
+        core.patch_namespaced_config_map("p", namespace, {"metadata": {"labels": {"pick": "no"}}})
+        core.create_namespaced_config_map(other_ns, _cm("p", {"pick": "yes"}))
+        core.delete_namespaced_config_map("p", namespace)
+
+        def stream(fn: object, *args: object, count: int, **kw: object) -> list[tuple[str, str]]:
+            seen = []
+            w = watch.Watch()
+            for ev in w.stream(fn, *args, resource_version=rv, timeout_seconds=2, **kw):
+                seen.append((ev["type"], ev["object"].metadata.namespace))
+                if len(seen) == count:
+                    w.stop()
+            return seen
+
+        # Asks for one event more than there is: the stream runs to its timeout, so an event
+        # of another object would have shown up.
+        pinned = stream(
+            core.list_namespaced_config_map, namespace, count=4, field_selector="metadata.name=p"
+        )
+        assert pinned == [("MODIFIED", namespace), ("MODIFIED", namespace), ("DELETED", namespace)]
+        selected = stream(
+            core.list_namespaced_config_map,
+            namespace,
+            count=2,
+            field_selector="metadata.name=p",
+            label_selector="pick=yes",
+        )
+        assert selected == [("ADDED", namespace), ("DELETED", namespace)]
+        everywhere = stream(
+            core.list_config_map_for_all_namespaces, count=4, field_selector="metadata.name=p"
+        )
+        assert everywhere == [
+            ("MODIFIED", namespace),
+            ("MODIFIED", namespace),
+            ("ADDED", other_ns),
+            ("DELETED", namespace),
+        ]
+    finally:
+        core.delete_namespace(other_ns)
+
+
 def test_timeout_ends_stream(api_client: client.ApiClient, namespace: str) -> None:
     core = client.CoreV1Api(api_client)
     events = list(
