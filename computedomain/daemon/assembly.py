@@ -29,10 +29,6 @@ from computedomain.kube.rest import Api
 from computedomain.policies.hookspecs import DnsNamePolicy, IndexPolicy
 
 RESYNC_PERIOD = 240.0  # upstream's 4 min (daemon.md §6.2)
-# How long the first registration pass waits for the membership watch's first list. The list
-# brings the object (or proves it absent), so waiting saves a GET per daemon, and one request
-# token of the client's burst; if the list is slow or failing, the pass GETs as before.
-FIRST_LIST_WAIT = 5.0
 
 
 @attrs.define
@@ -104,7 +100,6 @@ def assemble(
         on_index=(lambda index: memory.save(identity.clique_id, index))
         if memory is not None
         else (lambda _: None),
-        ready=lambda: membership_informer.wait_for_sync(FIRST_LIST_WAIT),
     )
     membership_informer.add_handler(
         FuncHandler(

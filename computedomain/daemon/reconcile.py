@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from computedomain.api.errors import ComputeDomainError, PermanentError, TemporaryError
@@ -90,12 +90,9 @@ class MembershipLoop:
         rng: random.Random | None = None,
         remembered: int | None = None,
         on_index: Callable[[int], None] = lambda _: None,
-        ready: Callable[[], Awaitable[object]] | None = None,
     ) -> None:
         """``remembered``: the index this node held before this process (the domain
-        directory's memory, :mod:`.indexmemory`); ``on_index`` is told each new own index.
-        ``ready`` is awaited once before the first pass (the watch's first list, bounded by
-        the caller): a pass before it would have to GET what the list is about to bring."""
+        directory's memory, :mod:`.indexmemory`); ``on_index`` is told each new own index."""
         self.registrar = registrar
         self.shape = registrar.shape
         self.cache = cache
@@ -112,7 +109,6 @@ class MembershipLoop:
         self._superseded = False
         self._last_index: int | None = remembered
         self._on_index = on_index
-        self._ready = ready
         self._failures = 0
         self._rejected_rv: int | None = None
         self._parsed: tuple[Mapping[str, Any] | None, tuple[DaemonInfo, ...]] = (None, ())
@@ -140,8 +136,6 @@ class MembershipLoop:
 
     async def run(self) -> None:
         """Reconcile until cancelled. Raises only CancelledError."""
-        if self._ready is not None:
-            await self._ready()
         delay: float | None = 0.0
         while True:
             if delay is None or delay > 0:
