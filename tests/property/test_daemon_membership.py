@@ -356,9 +356,14 @@ async def run_program(
         await scenario.setup(api, cliques)
         for kind, index in program:
             await scenario.act(kind, scenario.nodes[index], rng)
-        await scenario.cleanup()
         try:
-            await eventually(lambda: scenario.unsettled() is None, within=within)
+            async with asyncio.timeout(within):
+                # The controller prunes after every change, not once: a crashed daemon's last
+                # request can still land after a pass (the server had it before the crash).
+                await scenario.cleanup()
+                while scenario.unsettled() is not None:
+                    await asyncio.sleep(0.05)
+                    await scenario.cleanup()
         except TimeoutError:
             raise AssertionError(f"not settled: {scenario.unsettled()}") from None
         removals = any(kind in ("leave", "kill", "replace") for kind, _ in program)
