@@ -6,7 +6,6 @@ measures the effect). It reads the IMEX config as the daemon's reader does."""
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 from hypothesis import given
@@ -15,6 +14,7 @@ from hypothesis import strategies as st
 from computedomain.api import names
 from computedomain.daemon import imexconfig
 from computedomain.sim.imex import ctl, wrappers
+from tests.unit.sim import standalone
 
 CTL_FILE = Path(ctl.__file__)
 
@@ -27,21 +27,9 @@ def test_the_wrapper_runs_the_stand_in_isolated_without_site(tmp_path: Path) -> 
 def test_the_stand_in_loads_only_the_standard_library(tmp_path: Path) -> None:
     # Run it as the wrapper does, then list what it had imported: nothing of the package, no
     # site, no asyncio.
-    code = (
-        f"import runpy, sys, json; sys.argv = ['ctl', '-c', {str(tmp_path / 'none')!r}, '-q']\n"
-        f"try:\n    runpy.run_path({str(CTL_FILE)!r}, run_name='__main__')\n"
-        "except SystemExit:\n    pass\n"
-        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
-        "('computedomain', 'site', 'asyncio', 'attrs', 'attr', 'logging', 'argparse'))))"
-    )
-    result = subprocess.run(
-        [sys.executable, "-I", "-S", "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    assert result.stdout.splitlines()[-1] == "[]"
+    roots = ("computedomain", "site", "asyncio", "attrs", "attr", "logging", "argparse")
+    argv = ["ctl", "-c", str(tmp_path / "none"), "-q"]
+    assert standalone.modules_loaded(CTL_FILE, argv, roots) == []
 
 
 def test_a_missing_config_is_reported_with_exit_1(tmp_path: Path) -> None:

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from computedomain.sim.kubelet import isolation
 from computedomain.sim.kubelet.launch import BindMount, Isolation, LaunchSpec
+from tests.unit.sim import standalone
 
 
 def spec(tmp_path: Path, argv: list[str]) -> LaunchSpec:
@@ -123,20 +123,4 @@ def test_the_container_init_is_a_standard_library_script_run_without_site() -> N
     # It starts once per container: no site, no virtual environment, no package.
     argv = isolation.container_argv(Isolation.MOUNTNS, Path("/spec.json"), ["true"])
     assert argv[-4:] == ["-I", "-S", str(isolation.NSINIT), "/spec.json"]
-    code = (
-        "import runpy, sys\n"
-        "sys.argv = ['nsinit']\n"
-        "try:\n"
-        f"    runpy.run_path({str(isolation.NSINIT)!r}, run_name='__main__')\n"
-        "except SystemExit:\n"
-        "    pass\n"
-        "print(sorted(m for m in sys.modules if m.startswith(('computedomain', 'site'))))"
-    )
-    result = subprocess.run(
-        [sys.executable, "-I", "-S", "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    assert result.stdout.splitlines()[-1] == "[]"
+    assert standalone.modules_loaded(isolation.NSINIT, ["nsinit"], ("computedomain", "site")) == []
