@@ -32,9 +32,11 @@ async def test_unprepare_releases_a_label_whose_write_was_answered_with_an_error
             async with running_plugin(env, api) as plugin, await plugin.kubelet() as kubelet:
                 faults.enabled = True
                 faults.drop_watches("nodes")  # the Node cache stops following
-                # One attempt (no time for a second): the label is written, the answer is 504.
+                # The label is written and the answer is 504. (A retry within the deadline may
+                # then see the label through a 409 and a live read, and wait for the daemon.)
                 result = (await kubelet.prepare([ref(claim)], deadline=1.0))[uid]
-                assert "updating Node" in result.error
+                assert result.error
+                assert faults.counts["504"] >= 1
                 assert await cluster.world.node_label() == cd["metadata"]["uid"]
                 # The pod is gone before the claim was ever prepared: the kubelet unprepares.
                 assert await kubelet.unprepare([ref(claim)], deadline=5) == {uid: ""}
