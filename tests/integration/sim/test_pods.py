@@ -184,7 +184,7 @@ def _gone(pid: int) -> bool:
         return True
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:  # reaped between the two looks
+    except (FileNotFoundError, ProcessLookupError):  # reaped between the two looks (open or read)
         return True
     return stat.rsplit(")", 1)[1].split()[0] == "Z"
 
