@@ -18,6 +18,15 @@ class _Clock:
         return self.now
 
 
+def _write_when_allowed(window: Coalescer, clock: _Clock) -> float:
+    """A change of "a" that has to wait: defer it, wait out the window, write; the new window."""
+    wait = window.wait("a")
+    window.deferred("a")
+    clock.now += wait
+    window.wrote("a")
+    return window.current_window("a")
+
+
 def test_coalescer_allows_one_write_per_window() -> None:
     clock = _Clock()
     window = Coalescer(0.25, clock)
@@ -47,12 +56,8 @@ def test_a_busy_domain_widens_its_window_up_to_the_cap() -> None:
     widths = []
     for _ in range(5):
         clock.now += 0.01
-        wait = window.wait("a")
-        assert wait > 0
-        window.deferred("a")
-        clock.now += wait
-        window.wrote("a")
-        widths.append(window.current_window("a"))
+        assert window.wait("a") > 0
+        widths.append(_write_when_allowed(window, clock))
     assert widths == [0.5, 1.0, 1.0, 1.0, 1.0]
 
 
@@ -60,10 +65,7 @@ def test_a_quiet_domain_goes_back_to_the_base_window() -> None:
     clock = _Clock()
     window = Coalescer(0.25, clock, max_window=2.0)
     window.wrote("a")
-    window.deferred("a")
-    clock.now += 0.25
-    window.wrote("a")
-    assert window.current_window("a") == 0.5
+    assert _write_when_allowed(window, clock) == 0.5
     clock.now += 5.0
     assert window.wait("a") == 0.0
     window.wrote("a")
@@ -75,9 +77,7 @@ def test_urgent_writes_wait_for_the_base_window_only() -> None:
     window = Coalescer(0.25, clock, max_window=2.0)
     window.wrote("a")
     for _ in range(3):
-        window.deferred("a")
-        clock.now += window.wait("a")
-        window.wrote("a")
+        _write_when_allowed(window, clock)
     assert window.current_window("a") == 2.0
     clock.now += 0.3
     assert window.wait("a") > 1.0
