@@ -28,6 +28,7 @@ from typing import Generic, Protocol, TypeVar
 from computedomain.api.errors import PermanentError, TemporaryError
 from computedomain.kube.ratelimit import ItemRateLimiter, default_controller_limiter
 from computedomain.runtime import logs
+from computedomain.runtime.cancellation import raise_if_cancelling
 from computedomain.runtime.clock import REAL_CLOCK, Clock
 
 K = TypeVar("K", bound=Hashable)
@@ -311,6 +312,7 @@ async def run_workers(
             try:
                 await handler(key)
             except Exception as exc:  # every failure is classified below
+                raise_if_cancelling()
                 _handle_failure(queue, key, exc, classify, on_permanent)
             else:
                 queue.forget(key)

@@ -36,6 +36,7 @@ from computedomain.kubeletplugin.nodelock import NodeLock
 from computedomain.kubeletplugin.ports import ClusterView
 from computedomain.kubeletplugin.state import DeviceState
 from computedomain.runtime import logs
+from computedomain.runtime.cancellation import raise_if_cancelling
 
 log = logs.get_logger(__name__)
 
@@ -148,6 +149,7 @@ class Cleanup:
             try:
                 await step()
             except Exception:
+                raise_if_cancelling()  # an error that replaced a cancellation ends the run
                 log.exception("cleanup step failed", step=step.__name__)
 
     async def run(self, interval: float) -> None:

@@ -35,6 +35,7 @@ from computedomain.kubeletplugin.state import DeviceState
 from computedomain.kubeletplugin.wakeups import Wakeups
 from computedomain.proto import dra
 from computedomain.runtime import logs
+from computedomain.runtime.cancellation import raise_if_cancelling
 
 log = logs.get_logger(__name__)
 T = TypeVar("T")
@@ -212,6 +213,7 @@ class Driver:
                 if on_wait is not None:
                     on_wait(exc)
             except Exception as exc:  # a bug must not take the batch down: retry, then report
+                raise_if_cancelling()
                 log.exception("unexpected error in an attempt", operation=operation)
                 self._metrics.failed(operation, errors_type)
                 last = exc

@@ -36,8 +36,10 @@ class NodeLock:
         self.timeout = timeout
         self._mutex = asyncio.Lock()
         self._fd: int | None = None
+        self._closing = False
 
     def _open(self) -> int:
+        self._closing = False
         if self._fd is None:
             self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         return self._fd
@@ -65,8 +67,19 @@ class NodeLock:
                 yield
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
+                if self._closing:
+                    self._close_now()
 
     def close(self) -> None:
+        """Close the descriptor. While an attempt holds the lock it closes when that attempt
+        releases it: closing it under the holder would make the release fail (EBADF), or
+        unlock whatever file took the descriptor's number meanwhile."""
+        self._closing = True
+        if not self._mutex.locked():
+            self._close_now()
+
+    def _close_now(self) -> None:
+        self._closing = False
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None

@@ -153,46 +153,50 @@ class KubeletPlugin:
         kick = FuncHandler(delete=lambda _: cleanup.kick())
         cluster.domains.add_handler(kick)
         cluster.pods.add_handler(kick)
-        async with Supervisor(handle_signals=handle_signals) as sup:
-            try:
-                sup.start("events", recorder.run())
-                for informer in (*cluster.informers, slices.informer):
-                    sup.start(f"informer/{informer.name}", informer.run())
-                await asyncio.gather(*(i.wait_for_sync() for i in cluster.informers))
-                await servers.start_dra()
-                await servers.start_registration()
-                if config.healthcheck_port >= 0:
-                    self.health = HealthServer(
-                        HealthService(
-                            registration_socket=config.registration_socket,
-                            dra_socket=config.dra_socket,
-                            registered=servers.registration.registered,
-                        ),
-                        config.health_address,
-                    )
-                    await self.health.start()
-                if config.http_endpoint:
-                    self.http = HttpServer(
-                        config.http_address,
-                        metrics_path=config.metrics_path,
-                        registry=self.metrics.registry,
-                    )
-                    self.http.add_readiness_check("informers", lambda: cluster.synced)
-                    self.http.add_readiness_check(
-                        "registered", servers.registration.registered.is_set
-                    )
-                    sup.start("http", self.http.serve(), critical=False)
-                sup.start("resourceslices", slices.run())
-                sup.start("cleanup", cleanup.run(config.cleanup_interval), critical=False)
-                self.ready.set()
-                log.info("cd-kubelet-plugin serving", node=config.node_name)
-                await sup.wait()
-            finally:
-                self.ready.clear()
-                await servers.stop()
-                if self.health is not None:
-                    await self.health.stop()
-                lock.close()
+        try:
+            async with Supervisor(handle_signals=handle_signals) as sup:
+                try:
+                    sup.start("events", recorder.run())
+                    for informer in (*cluster.informers, slices.informer):
+                        sup.start(f"informer/{informer.name}", informer.run())
+                    await asyncio.gather(*(i.wait_for_sync() for i in cluster.informers))
+                    await servers.start_dra()
+                    await servers.start_registration()
+                    if config.healthcheck_port >= 0:
+                        self.health = HealthServer(
+                            HealthService(
+                                registration_socket=config.registration_socket,
+                                dra_socket=config.dra_socket,
+                                registered=servers.registration.registered,
+                            ),
+                            config.health_address,
+                        )
+                        await self.health.start()
+                    if config.http_endpoint:
+                        self.http = HttpServer(
+                            config.http_address,
+                            metrics_path=config.metrics_path,
+                            registry=self.metrics.registry,
+                        )
+                        self.http.add_readiness_check("informers", lambda: cluster.synced)
+                        self.http.add_readiness_check(
+                            "registered", servers.registration.registered.is_set
+                        )
+                        sup.start("http", self.http.serve(), critical=False)
+                    sup.start("resourceslices", slices.run())
+                    sup.start("cleanup", cleanup.run(config.cleanup_interval), critical=False)
+                    self.ready.set()
+                    log.info("cd-kubelet-plugin serving", node=config.node_name)
+                    await sup.wait()
+                finally:
+                    self.ready.clear()
+                    await servers.stop()
+                    if self.health is not None:
+                        await self.health.stop()
+        finally:
+            # Only after the supervisor has cancelled and awaited every task (cleanup holds
+            # the lock at times): see NodeLock.close.
+            lock.close()
 
 
 def node_facts(config: Config, node: startup.Node) -> NodeFacts:

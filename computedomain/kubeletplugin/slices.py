@@ -20,6 +20,7 @@ from computedomain.kube.informer import FuncHandler, Informer
 from computedomain.kube.rest import Api
 from computedomain.kubeletplugin import sliceplan
 from computedomain.runtime import logs
+from computedomain.runtime.cancellation import raise_if_cancelling
 
 log = logs.get_logger(__name__)
 
@@ -81,6 +82,7 @@ class SlicePublisher:
             try:
                 actions = await self.reconcile()
             except Exception as exc:  # API trouble or odd objects: never crash-loop; retry
+                raise_if_cancelling()
                 log.warning("ResourceSlice reconcile failed", retry_in=delay, error=str(exc))
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, RETRY_MAX)

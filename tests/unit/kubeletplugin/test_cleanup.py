@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -120,3 +121,29 @@ async def removed(path: Path) -> None:
             return
         await asyncio.sleep(0.01)
     pytest.fail(f"{path} still there after 10 s")
+
+
+async def test_a_shutdown_mid_step_stops_the_cleanup(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The plugin's shutdown closes the node lock and cancels the cleanup while a step holds
+    the lock; the cleanup must end (it once swallowed the cancellation and ran on forever)."""
+    h = fx.harness(tmp_path)
+    cleanup = cleanup_for(h, {})
+    inside = threading.Event()
+    release = threading.Event()
+    listed = h.cdi.claim_uids
+
+    def slow_listing() -> set[str]:
+        inside.set()
+        release.wait(10)
+        return listed()
+
+    monkeypatch.setattr(h.cdi, "claim_uids", slow_listing)
+    runner = asyncio.create_task(cleanup.run(interval=0.01))
+    assert await asyncio.to_thread(inside.wait, 10)
+    cleanup.lock.close()
+    runner.cancel()
+    release.set()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(runner, 10)
