@@ -12,7 +12,10 @@ exactly its clique's entries; plus API writes (creates and updates sent, success
 daemon's membership watch had listed (start-up: connections, lists, watches) and when the
 first, median and last daemon had written its own entry (the join proper; the rest until
 ``seconds`` is hosts files catching up), and ``setup_seconds`` how long creating the clients
-took. Pods and clients are created before the clock starts. The daemons'
+took, and ``loop_lag_ms`` how late a 10 ms timer in the daemons' process woke (median, 90th
+percentile, maximum): hundreds of daemons share that process's one event loop, so a large lag
+means the join was bound by this process's CPU, not by the server or the backoff. Pods and
+clients are created before the clock starts. The daemons'
 files go to tmpfs (``/dev/shm`` when present, else ``--files-dir``): here hundreds of daemons
 share one disk, where each real daemon writes one small file on its own node, so fsync latency
 of the test machine's disk would otherwise dominate what is measured.
@@ -127,18 +130,26 @@ def converged(daemons: list[HollowDaemon], per_clique: int) -> bool:
     for indices in by_clique.values():
         if len(indices) != per_clique or len(set(indices.values())) != per_clique:
             return False
+    ips = {d.identity.node_name: d.identity.pod_ip for d in daemons}
     for daemon in daemons:
         policy = daemon.dns_policy
         clique = by_clique[daemon.identity.clique_id]
-        expected = tuple(sorted((policy.dns_name(i), ip_of(daemons, n)) for n, i in clique.items()))
+        expected = tuple(sorted((policy.dns_name(i), ips[n]) for n, i in clique.items()))
         last = daemon.parts.sync.last  # type: ignore[attr-defined]
         if last is None or last.names != expected:
             return False
     return True
 
 
-def ip_of(daemons: list[HollowDaemon], node: str) -> str:
-    return next(d.identity.pod_ip for d in daemons if d.identity.node_name == node)
+async def loop_lag(samples: list[float], period: float = 0.01) -> None:
+    """Record how late each ``period`` sleep wakes (until cancelled): how busy this process's
+    event loop is. With hundreds of daemons in one process the join can be bound by this
+    process's CPU rather than by the API server or the backoff."""
+    loop = asyncio.get_running_loop()
+    while True:
+        start = loop.time()
+        await asyncio.sleep(period)
+        samples.append(loop.time() - start - period)
 
 
 def files_agree(daemons: list[HollowDaemon]) -> bool:
@@ -194,6 +205,8 @@ async def run_size(
         daemon.mode.prepare(daemon.paths, daemon.dns_policy, daemon.limit)
     setup = time.perf_counter() - setup
     cpu_daemons, cpu_server = cpu_seconds(), cpu_seconds(server_pid)
+    lags: list[float] = []
+    lag_task = asyncio.create_task(loop_lag(lags))
     start = time.perf_counter()
     await asyncio.gather(*(d.start() for d in daemons))
     listed = [
@@ -206,6 +219,7 @@ async def run_size(
             break
         await asyncio.sleep(0.01)
     elapsed = time.perf_counter() - start
+    lag_task.cancel()
     cpu_daemons, cpu_server = cpu_seconds() - cpu_daemons, cpu_seconds(server_pid) - cpu_server
     ok = converged(daemons, count // cliques) and files_agree(daemons)
     phases = {
@@ -238,7 +252,20 @@ async def run_size(
         "setup_seconds": round(setup, 2),
         "cpu_seconds_daemons_process": round(cpu_daemons, 2),
         "cpu_seconds_apiserver_process": round(cpu_server, 2),
+        "loop_lag_ms": _lag_summary(lags),
     }
+
+
+def _lag_summary(lags: list[float]) -> dict[str, float] | None:
+    """Median, 90th percentile and maximum lateness of the daemons' event loop, in ms."""
+    if not lags:
+        return None
+    ordered = sorted(lags)
+
+    def at(q: float) -> float:
+        return round(1000 * ordered[min(int(q * len(ordered)), len(ordered) - 1)], 1)
+
+    return {"p50": at(0.5), "p90": at(0.9), "max": at(1.0)}
 
 
 async def _at(event: Any) -> float:
