@@ -49,7 +49,7 @@ typecheck: venv
 	$(VENV)/bin/mypy computedomain $(PLUGIN_PACKAGES) $(PLUGIN_TESTS)
 
 test: lint typecheck
-	$(VENV)/bin/pytest -n 2 --dist loadgroup -m "not scenario" $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -n 2 --dist loadgroup -m "not scenario" --durations=15 $(PYTEST_ARGS)
 
 # The simulation scenario suite (tests/e2e modules marked `scenario`): each starts its own
 # simulated cluster, so together they take longer than make test's budget on 2 cores.

@@ -81,7 +81,8 @@ class ImexProcess:
         """Wait for the exit and for the last line of output; the exit code (-N: signal N)."""
         code = await self._proc.wait()
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(self._reader), timeout=2.0)
+            async with asyncio.timeout(2.0):
+                await asyncio.shield(self._reader)
         return code
 
     def send(self, sig: int) -> bool:
@@ -99,7 +100,8 @@ class ImexProcess:
         if self.send(signal.SIGTERM):
             log.info("Stop: send SIGTERM", pid=self.pid)
         try:
-            return await asyncio.wait_for(asyncio.shield(self.wait()), grace)
+            async with asyncio.timeout(grace):
+                return await asyncio.shield(self.wait())
         except TimeoutError:
             log.warning("no exit after SIGTERM: send SIGKILL", pid=self.pid, grace_s=grace)
             self.send(signal.SIGKILL)

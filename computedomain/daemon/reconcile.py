@@ -140,7 +140,8 @@ class MembershipLoop:
         while True:
             if delay is None or delay > 0:
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), delay)
+                    async with asyncio.timeout(delay):
+                        await self._wake.wait()
             self._wake.clear()
             delay = await self.step()
 

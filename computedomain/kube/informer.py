@@ -167,7 +167,8 @@ class Informer:
             await self._synced.wait()
             return True
         try:
-            await asyncio.wait_for(self._synced.wait(), timeout)
+            async with asyncio.timeout(timeout):
+                await self._synced.wait()
         except TimeoutError:
             return False
         return True

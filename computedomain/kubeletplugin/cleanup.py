@@ -158,4 +158,5 @@ class Cleanup:
             self._kicked.clear()
             await self.run_once()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._kicked.wait(), interval)
+                async with asyncio.timeout(interval):
+                    await self._kicked.wait()

@@ -93,4 +93,5 @@ class SlicePublisher:
             # Our own writes come back as watch events and set the flag: the next pass then
             # sees them in the store (never plans from a store that misses our last write).
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._dirty.wait(), RESYNC)
+                async with asyncio.timeout(RESYNC):
+                    await self._dirty.wait()

@@ -116,7 +116,8 @@ class HollowPod:
                 delay = min(RETRY_MAX, RETRY_MIN * 2 ** min(attempt, 6))
                 self._wake.clear()
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), delay)
+                    async with asyncio.timeout(delay):
+                        await self._wake.wait()
         return None
 
     async def _start(self, prepared: PreparedClaims) -> None:

@@ -13,8 +13,8 @@ is called after every change). Time comes from an injectable clock.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime
+import signal
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -95,6 +95,10 @@ class ContainerRunner:
                 streak += 1
                 await self._sleep_unless_stopped(self.backoff.delay(streak))
                 continue
+            if self._stop_requested():
+                # stop() came while the process was being spawned, so it had none to signal.
+                await self._process.stop(0)
+                return
             started = self.clock.time()
             await self._supervise(spec)
             code = await self._process.wait()
@@ -124,6 +128,10 @@ class ContainerRunner:
                 started=False,
             )
             await self._sleep_unless_stopped(delay)
+
+    def _stop_requested(self) -> bool:
+        """Whether :meth:`stop` was called; a call, so that it is read anew after an await."""
+        return self._stopping
 
     async def stop(self, grace: float) -> None:
         """Stop for good: SIGTERM, SIGKILL after ``grace`` seconds. Idempotent."""
@@ -173,12 +181,19 @@ class ContainerRunner:
         tasks = [asyncio.ensure_future(self._probe_loop(specs, target))]
         try:
             await asyncio.wait([exited, *tasks], return_when=asyncio.FIRST_COMPLETED)
+            await exited  # the probes may end first: none configured, or a startup probe gave up
+        except asyncio.CancelledError:
+            # The pod's teardown is over (it cancels only after stop()), or the runner goes with
+            # its node: a process that no runner watches must not run on, nor be waited for.
+            self._process.signal(signal.SIGKILL)
+            await self._process.wait()
+            raise
         finally:
             for task in tasks:
                 task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
-            await exited
+            # gather, not a suppressed await per task: a cancellation of this runner that comes
+            # meanwhile must propagate, not be taken for the probes' own.
+            await asyncio.gather(*tasks, return_exceptions=True)
 
     async def _probe_loop(
         self, specs: Mapping[ProbeKind, ProbeSpec | None], target: probers.ProbeTarget

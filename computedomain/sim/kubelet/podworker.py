@@ -266,7 +266,8 @@ class PodWorker:
                     self._event("Warning", reason, _event_message(reason, message))
                 self._changed.clear()
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._changed.wait(), self.ctx.retry.delay(attempt))
+                    async with asyncio.timeout(self.ctx.retry.delay(attempt)):
+                        await self._changed.wait()
         return _STOP
 
     async def _kubeconfig(self) -> Path | None:

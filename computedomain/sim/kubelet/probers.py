@@ -86,7 +86,8 @@ async def _exec(handler: Mapping[str, Any], limit: float, target: ProbeTarget) -
         start_new_session=True,
     )
     try:
-        output, _ = await asyncio.wait_for(process.communicate(), limit)
+        async with asyncio.timeout(limit):
+            output, _ = await process.communicate()
     except TimeoutError:
         with contextlib.suppress(ProcessLookupError):
             process.kill()
@@ -116,7 +117,8 @@ async def _tcp(handler: Mapping[str, Any], limit: float, target: ProbeTarget) ->
     host = handler.get("host") or target.pod_ip
     port = target.port(handler.get("port"))
     try:
-        _, writer = await asyncio.wait_for(asyncio.open_connection(host, port), limit)
+        async with asyncio.timeout(limit):
+            _, writer = await asyncio.open_connection(host, port)
     except (OSError, TimeoutError) as exc:
         return False, f"dial tcp {host}:{port}: {exc or 'timeout'}"
     writer.close()

@@ -64,7 +64,8 @@ class ContainerProcess:
             if grace > 0:
                 self.signal(signal.SIGTERM)
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(asyncio.shield(self._process.wait()), grace)
+                    async with asyncio.timeout(grace):
+                        await asyncio.shield(self._process.wait())
             self.signal(signal.SIGKILL)
         return await self.wait()
 
