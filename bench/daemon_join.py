@@ -15,8 +15,9 @@ first, median and last daemon had written its own entry (the join proper; the re
 took, and ``loop_lag`` how far behind the daemons' event loop ran: a 10 ms timer there records
 how late it wakes; ``behind_share`` is the summed lateness over the run's time (near 1: the
 loop never caught up, the join was bound by this process's CPU, not by the server or the
-backoff) and ``max_ms`` the longest stall. Hundreds of daemons share that one loop, where each
-real daemon has its own. Pods and
+backoff) and ``max_ms`` the longest stall; ``gc_seconds`` is the time that process spent in
+Python's cyclic garbage collector meanwhile. Hundreds of daemons share that one loop and one
+heap, where each real daemon has its own. Pods and
 clients are created before the clock starts. The daemons'
 files go to tmpfs (``/dev/shm`` when present, else ``--files-dir``): here hundreds of daemons
 share one disk, where each real daemon writes one small file on its own node, so fsync latency
@@ -31,6 +32,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import json
 import os
 import statistics
@@ -143,6 +145,20 @@ def converged(daemons: list[HollowDaemon], per_clique: int) -> bool:
     return True
 
 
+class GcTimer:
+    """A ``gc.callbacks`` entry summing the time spent in collections."""
+
+    def __init__(self) -> None:
+        self.total = 0.0
+        self._start = 0.0
+
+    def __call__(self, phase: str, _info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._start = time.perf_counter()
+        else:
+            self.total += time.perf_counter() - self._start
+
+
 async def loop_lag(samples: list[float], period: float = 0.01) -> None:
     """Record how late each ``period`` sleep wakes (until cancelled): how busy this process's
     event loop is. With hundreds of daemons in one process the join can be bound by this
@@ -209,6 +225,8 @@ async def run_size(
     cpu_daemons, cpu_server = cpu_seconds(), cpu_seconds(server_pid)
     lags: list[float] = []
     lag_task = asyncio.create_task(loop_lag(lags))
+    collector = GcTimer()
+    gc.callbacks.append(collector)
     start = time.perf_counter()
     await asyncio.gather(*(d.start() for d in daemons))
     listed = [
@@ -222,6 +240,7 @@ async def run_size(
         await asyncio.sleep(0.01)
     elapsed = time.perf_counter() - start
     lag_task.cancel()
+    gc.callbacks.remove(collector)
     cpu_daemons, cpu_server = cpu_seconds() - cpu_daemons, cpu_seconds(server_pid) - cpu_server
     ok = converged(daemons, count // cliques) and files_agree(daemons)
     phases = {
@@ -255,6 +274,7 @@ async def run_size(
         "cpu_seconds_daemons_process": round(cpu_daemons, 2),
         "cpu_seconds_apiserver_process": round(cpu_server, 2),
         "loop_lag": _lag_summary(lags, elapsed),
+        "gc_seconds": round(collector.total, 2),
     }
 
 
