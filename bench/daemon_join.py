@@ -12,7 +12,13 @@ exactly its clique's entries; plus API writes (creates and updates sent, success
 daemon's membership watch had listed (start-up: connections, lists, watches) and when the
 first, median and last daemon had written its own entry (the join proper; the rest until
 ``seconds`` is hosts files catching up), and ``setup_seconds`` how long creating the clients
-took. Pods and clients are created before the clock starts. The daemons'
+took, and ``loop_lag`` how far behind the daemons' event loop ran: a 10 ms timer there records
+how late it wakes; ``behind_share`` is the summed lateness over the run's time (near 1: the
+loop never caught up, the join was bound by this process's CPU, not by the server or the
+backoff) and ``max_ms`` the longest stall; ``gc_seconds`` is the time that process spent in
+Python's cyclic garbage collector meanwhile. Hundreds of daemons share that one loop and one
+heap, where each real daemon has its own. Pods and
+clients are created before the clock starts. The daemons'
 files go to tmpfs (``/dev/shm`` when present, else ``--files-dir``): here hundreds of daemons
 share one disk, where each real daemon writes one small file on its own node, so fsync latency
 of the test machine's disk would otherwise dominate what is measured.
@@ -26,6 +32,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import json
 import os
 import statistics
@@ -127,18 +134,40 @@ def converged(daemons: list[HollowDaemon], per_clique: int) -> bool:
     for indices in by_clique.values():
         if len(indices) != per_clique or len(set(indices.values())) != per_clique:
             return False
+    ips = {d.identity.node_name: d.identity.pod_ip for d in daemons}
     for daemon in daemons:
         policy = daemon.dns_policy
         clique = by_clique[daemon.identity.clique_id]
-        expected = tuple(sorted((policy.dns_name(i), ip_of(daemons, n)) for n, i in clique.items()))
+        expected = tuple(sorted((policy.dns_name(i), ips[n]) for n, i in clique.items()))
         last = daemon.parts.sync.last  # type: ignore[attr-defined]
         if last is None or last.names != expected:
             return False
     return True
 
 
-def ip_of(daemons: list[HollowDaemon], node: str) -> str:
-    return next(d.identity.pod_ip for d in daemons if d.identity.node_name == node)
+class GcTimer:
+    """A ``gc.callbacks`` entry summing the time spent in collections."""
+
+    def __init__(self) -> None:
+        self.total = 0.0
+        self._start = 0.0
+
+    def __call__(self, phase: str, _info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._start = time.perf_counter()
+        else:
+            self.total += time.perf_counter() - self._start
+
+
+async def loop_lag(samples: list[float], period: float = 0.01) -> None:
+    """Record how late each ``period`` sleep wakes (until cancelled): how busy this process's
+    event loop is. With hundreds of daemons in one process the join can be bound by this
+    process's CPU rather than by the API server or the backoff."""
+    loop = asyncio.get_running_loop()
+    while True:
+        start = loop.time()
+        await asyncio.sleep(period)
+        samples.append(loop.time() - start - period)
 
 
 def files_agree(daemons: list[HollowDaemon]) -> bool:
@@ -194,6 +223,10 @@ async def run_size(
         daemon.mode.prepare(daemon.paths, daemon.dns_policy, daemon.limit)
     setup = time.perf_counter() - setup
     cpu_daemons, cpu_server = cpu_seconds(), cpu_seconds(server_pid)
+    lags: list[float] = []
+    lag_task = asyncio.create_task(loop_lag(lags))
+    collector = GcTimer()
+    gc.callbacks.append(collector)
     start = time.perf_counter()
     await asyncio.gather(*(d.start() for d in daemons))
     listed = [
@@ -206,6 +239,8 @@ async def run_size(
             break
         await asyncio.sleep(0.01)
     elapsed = time.perf_counter() - start
+    lag_task.cancel()
+    gc.callbacks.remove(collector)
     cpu_daemons, cpu_server = cpu_seconds() - cpu_daemons, cpu_seconds(server_pid) - cpu_server
     ok = converged(daemons, count // cliques) and files_agree(daemons)
     phases = {
@@ -238,6 +273,18 @@ async def run_size(
         "setup_seconds": round(setup, 2),
         "cpu_seconds_daemons_process": round(cpu_daemons, 2),
         "cpu_seconds_apiserver_process": round(cpu_server, 2),
+        "loop_lag": _lag_summary(lags, elapsed),
+        "gc_seconds": round(collector.total, 2),
+    }
+
+
+def _lag_summary(lags: list[float], elapsed: float) -> dict[str, float] | None:
+    """The share of ``elapsed`` the daemons' event loop ran behind, and its longest stall."""
+    if not lags or elapsed <= 0:
+        return None
+    return {
+        "behind_share": round(min(sum(lags) / elapsed, 1.0), 2),
+        "max_ms": round(1000 * max(lags), 1),
     }
 
 

@@ -12,19 +12,31 @@ change on a newer object: the one the watch has delivered meanwhile if it is new
 we tried, otherwise a fresh GET. Nothing is retried from a stale list.
 
 Keeping writes and conflicts low when a whole clique joins at once (spec README §2.1): the wait
-after a conflict is drawn uniformly from a window of ``2 * contenders * slot``, doubled on every
-further conflict in a row and capped at 6 s like upstream's backoff. ``contenders`` is the number
-of still-free indices (an upper bound on the daemons that may still race for this object);
-``slot`` is how long one uncontended read-and-write takes: twice the fastest write this daemon
-has seen, at most 10 ms and at least 1 ms. Only the minimum is trusted: the writes of a clique
-that starts at once queue behind each other, and on a busy machine every request is slow for
-reasons a wider window cannot fix, so averages of latencies only inflated the windows (measured:
-18 daemons took 6 s instead of 1.4 s on a loaded machine). If writes really are slower,
-conflicts follow and the doubling corrects the window within a few rounds. Spreading the
-retries over about twice as many slots as racers makes most of them land alone, so a joining
-daemon needs about two writes on average instead of the O(N) of a fixed short backoff. The
-same spreading is applied before creating the object: when a domain forms, every daemon of a
-clique finds it absent at once and only one create can succeed (measured with 18 daemons: 1.3
+after a conflict is drawn uniformly from a window of ``2 * contenders * slot``, capped at 6 s
+like upstream's backoff. ``contenders`` is the number of still-free indices (an upper bound on
+the daemons that may still race for this object); ``slot`` is how long one contender holds the
+object: a moving average of this daemon's write round trips, 409s included (a lost race costs
+the same trip), each trip counted between 1 ms and 250 ms, starting from 20 ms (so that one
+stalled first request does not stretch the first windows to seconds). Spreading the retries
+over about twice as many slots as racers makes most of them land alone, so a joining daemon
+needs about two writes on average instead of the O(N) of a fixed short backoff.
+
+Why an average of recent trips and not the fastest trip ever seen (the previous rule): when
+hundreds of daemons start at once a write takes ~200 ms, and the object cannot take more than
+one write per trip, so windows sized from a best-case 10 ms trip made the retries collide
+again and again, each lost race adding load, and the doubling that had to correct the window
+overshot it once the load was gone (measured with 288 daemons in 16 cliques: 2.2 conflicts per
+daemon, the last daemons sleeping in seconds-long windows on an idle server; with the average,
+0.9-1.4 conflicts). The average follows the load both ways within a few writes (a daemon whose
+last trip fell in a busy moment still waits in a window sized for it: that is what remains of
+the tail); the window only doubles from the third conflict in a row on, as a guard should the
+estimate still be too short. Starting from 20 ms rather than from the first trip keeps a single
+descheduled request on a loaded machine from stretching a small clique's join (measured with 18
+daemons at load 4-6 on 2 cores: 1.1 s on average over six runs, against 1.7 s when the first
+trip was taken as it came).
+
+The same spreading is applied before creating the object: when a domain forms, every daemon of
+a clique finds it absent at once and only one create can succeed (measured with 18 daemons: 1.3
 writes per daemon with it, 2.2 without). A write is only made when the plan changes something
 (no writes on resync, invariant S7).
 """
@@ -49,8 +61,10 @@ from computedomain.runtime import logs
 log = logs.get_logger(__name__)
 
 MAX_DELAY = 6.0  # upstream's cap on the daemon's retry backoff (daemon.md §14)
-MIN_WRITE_ESTIMATE = 0.001
-MAX_WRITE_ESTIMATE = 0.010
+FIRST_SLOT = 0.020  # before this daemon has timed a write of its own
+MIN_SLOT = 0.001
+MAX_SLOT = 0.250
+NEWEST_WEIGHT = 0.3  # of the newest round trip in the moving average
 
 
 class ObjectMissing(TemporaryError):
@@ -84,12 +98,23 @@ def resource_version(obj: Mapping[str, Any] | None) -> int | None:
 def conflict_delay(attempt: int, contenders: int, slot: float, rng: random.Random) -> float:
     """Seconds to wait after the ``attempt``-th conflict in a row. Pure given ``rng``.
 
-    Uniform in a window of ``2 * contenders`` slots, doubled for every further conflict in a
-    row (so a slot that was estimated too short is corrected within a few rounds), at most
-    :data:`MAX_DELAY`.
+    Uniform in a window of ``2 * contenders`` slots, the same after the first and the second
+    conflict (the slot follows the measured trips), doubled for every further conflict in a row
+    (a guard should the slot still be too short), at most :data:`MAX_DELAY`.
     """
-    window = slot * 2 * max(contenders, 1) * 2 ** min(max(attempt - 1, 0), 16)
+    window = slot * 2 * max(contenders, 1) * 2 ** min(max(attempt - 2, 0), 16)
     return rng.uniform(0.0, min(window, MAX_DELAY))
+
+
+def next_slot(slot: float, took: float) -> float:
+    """The slot after a write that took ``took`` seconds. Pure.
+
+    A moving average giving the newest trip :data:`NEWEST_WEIGHT`, each trip first bounded to
+    [:data:`MIN_SLOT`, :data:`MAX_SLOT`] (one stalled request must not freeze a daemon for the
+    6 s cap).
+    """
+    took = min(max(took, MIN_SLOT), MAX_SLOT)
+    return (1 - NEWEST_WEIGHT) * slot + NEWEST_WEIGHT * took
 
 
 @attrs.frozen
@@ -117,7 +142,7 @@ class Registrar:
         self.policy = policy
         self._cached = cached
         self._rng = rng or random.Random()
-        self._fastest_write = MAX_WRITE_ESTIMATE
+        self._slot = FIRST_SLOT
         self.stats = WriteStats()
 
     async def read(self) -> dict[str, Any] | None:
@@ -130,8 +155,8 @@ class Registrar:
 
     @property
     def slot(self) -> float:
-        """Seconds one contender needs the object for (read or watch, plan, write)."""
-        return 2 * self._fastest_write
+        """Seconds one contender needs the object for: see the module docstring."""
+        return self._slot
 
     async def apply(self, op: membership.Op, *, known: bool = False) -> Outcome:
         """Make ``op`` true in the API; return the resulting object. Idempotent.
@@ -214,6 +239,5 @@ class Registrar:
         try:
             result = await write
         finally:
-            took = max(loop.time() - start, MIN_WRITE_ESTIMATE)
-            self._fastest_write = min(self._fastest_write, took)
+            self._slot = next_slot(self._slot, loop.time() - start)
         return result

@@ -21,7 +21,7 @@ def test_the_conflict_wait_stays_in_its_window(
     attempt: int, contenders: int, slot: float, seed: int
 ) -> None:
     delay = registration.conflict_delay(attempt, contenders, slot, random.Random(seed))
-    window = slot * 2 * max(contenders, 1) * 2 ** (attempt - 1)
+    window = slot * 2 * max(contenders, 1) * 2 ** max(attempt - 2, 0)
     assert 0 <= delay <= min(window, registration.MAX_DELAY)
 
 
@@ -35,8 +35,40 @@ def test_the_window_grows_with_contenders_and_conflicts() -> None:
 
     assert mean(1, 17) == pytest.approx(0.17, rel=0.1)  # half of 2 * 17 slots
     assert mean(1, 1) == pytest.approx(0.01, rel=0.1)
-    assert mean(2, 17) == pytest.approx(0.34, rel=0.1)
+    assert mean(2, 17) == pytest.approx(0.17, rel=0.1)  # the slot follows the trips instead
+    assert mean(3, 17) == pytest.approx(0.34, rel=0.1)  # the guard: doubling from the third
     assert mean(30, 17) == pytest.approx(registration.MAX_DELAY / 2, rel=0.1)
+
+
+trips = st.floats(0.0, 10.0, allow_nan=False)
+
+
+@given(st.floats(registration.MIN_SLOT, registration.MAX_SLOT), trips)
+def test_the_slot_moves_towards_each_trip_and_stays_bounded(slot: float, took: float) -> None:
+    new = registration.next_slot(slot, took)
+    assert registration.MIN_SLOT <= new <= registration.MAX_SLOT
+    bounded = min(max(took, registration.MIN_SLOT), registration.MAX_SLOT)
+    assert min(slot, bounded) - 1e-12 <= new <= max(slot, bounded) + 1e-12
+
+
+@given(trips)
+def test_one_stalled_first_trip_does_not_stretch_the_windows_to_seconds(took: float) -> None:
+    """From the 20 ms start, one trip moves the slot less than a third of the way, so the
+    window for a whole clique of 18 after it stays under 3.5 s even if that trip stalled."""
+    slot = registration.next_slot(registration.FIRST_SLOT, took)
+    assert 2 * 18 * slot < 3.5
+
+
+@given(st.lists(trips, min_size=1, max_size=20), st.floats(0.001, 0.25))
+def test_the_slot_forgets_a_busy_moment(busy: list[float], calm: float) -> None:
+    """After a burst of slow trips, ten fast ones bring the slot within 10 ms of their time:
+    a daemon does not keep sleeping in windows sized for a load that has passed."""
+    slot = registration.FIRST_SLOT
+    for took in busy:
+        slot = registration.next_slot(slot, took)
+    for _ in range(10):
+        slot = registration.next_slot(slot, calm)
+    assert slot == pytest.approx(calm, abs=0.01)
 
 
 def test_upstreams_retry_backoff() -> None:
