@@ -63,8 +63,12 @@ def uid(obj: Obj | None) -> str:
 
 
 def labels(obj: Obj | None) -> Mapping[str, str]:
+    """The object's labels; a malformed entry (a key or value that is not a string, which the
+    API server would never store) is left out rather than reaching code that hashes it."""
     raw = meta(obj).get("labels")
-    return raw if isinstance(raw, Mapping) else {}
+    if not isinstance(raw, Mapping):
+        return {}
+    return {k: v for k, v in raw.items() if isinstance(k, str) and isinstance(v, str)}
 
 
 def ref(obj: Obj | None) -> str:

@@ -11,9 +11,11 @@ import copy
 from typing import Any
 
 import attrs
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from computedomain.api import names
 from computedomain.cli.doctor import diagnosis, report
 from computedomain.cli.doctor.snapshot import Snapshot
 from tests.unit.cli import doctor_objects as o
@@ -59,3 +61,16 @@ def test_diagnose_never_raises_and_is_deterministic(
     reports = report.build(diagnosis.examine(snapshot))
     report.render_text(reports)
     report.render_json(reports)
+
+
+@pytest.mark.parametrize("value", [[None], {"a": 1}, 7, None])
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_a_label_value_that_is_not_a_string_is_ignored(case: Any, value: Any) -> None:
+    """Found by the property above: a node whose domain label held a list was hashed."""
+    world = o.healthy()
+    case.breaks(world)
+    lists = {k: copy.deepcopy(v) for k, v in attrs.asdict(world).items()}
+    for node in lists["nodes"]:
+        node.setdefault("metadata", {}).setdefault("labels", {})[names.COMPUTE_DOMAIN_LABEL] = value
+    reports = report.build(diagnosis.examine(Snapshot(**lists)))
+    report.render_text(reports)
