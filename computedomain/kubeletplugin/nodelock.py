@@ -39,7 +39,6 @@ class NodeLock:
         self._closing = False
 
     def _open(self) -> int:
-        self._closing = False
         if self._fd is None:
             self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         return self._fd
