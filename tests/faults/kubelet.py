@@ -216,6 +216,12 @@ async def check_node(run: Run, domain_of_label: str | None) -> None:
         assert {d["name"] for d in spec["devices"]} == wanted, (uid, spec)
     node = await run.api.get(resources.NODES, run.node)
     labels = node["metadata"].get("labels") or {}
-    assert labels.get(names.COMPUTE_DOMAIN_LABEL) == domain_of_label
+    label = labels.get(names.COMPUTE_DOMAIN_LABEL)
+    claims = {c.uid[:8]: (c.kind, c.domain[:8], run.known.get(c.uid)) for c in run.claims}
+    entries = {uid[:8]: e.state.name for uid, e in sorted(checkpoint.claims.items())}
+    assert label == domain_of_label, (
+        f"node label {label!r}, expected {domain_of_label!r}; claims (kind, domain, state as "
+        f"the kubelet knows it): {claims}; checkpoint entries: {entries}"
+    )
     if run.counter is not None:  # no write of the plugin undid another party's
         assert (node["metadata"].get("annotations") or {}).get(harness.COUNTER) == run.counter
