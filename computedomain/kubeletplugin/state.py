@@ -20,7 +20,8 @@ TemporaryError and reports PermanentError at once. One prepare attempt:
 
 Unprepare reads only the checkpoint: it drops the entry (leaving a tombstone when a prepare of
 the claim may still be running), then releases the label of channel devices (only if it is the
-claim's domain) and deletes the CDI spec. Blocking file work runs in threads.
+claim's domain and no other claim of the checkpoint holds that domain) and deletes the CDI
+spec. Blocking file work runs in threads.
 """
 
 from __future__ import annotations
@@ -412,14 +413,21 @@ class DeviceState:
                 raise outcome
 
     async def _release_labels(self, entry: ClaimEntry | None, checkpoint: Checkpoint) -> None:
-        """Release the label a channel device of ``entry`` held, or (no entry) any label no
-        claim of ``checkpoint`` holds. Raises TemporaryError."""
+        """Release the label a channel device of ``entry`` held unless another claim of
+        ``checkpoint`` (the one just written, without ``entry``) still holds that domain, or
+        (no entry) any label no claim of ``checkpoint`` holds. Raises TemporaryError.
+
+        Upstream removes the label on every channel unprepare whose domain matches; but two
+        claims of one domain can hold it at once (admin access shares a channel; a started
+        prepare next to a completed one), and a completed claim's prepare returns without
+        labelling again, so its node would stay unlabelled while its workload runs."""
+        held = held_domains(checkpoint)
         if entry is None:
-            await self._labeler.release_unheld(held_domains(checkpoint))
+            await self._labeler.release_unheld(held)
             return
-        for device in entry.devices:
-            if device.type is DeviceType.CHANNEL:
-                await self._labeler.release(device.domain_id)
+        for domain in {d.domain_id for d in entry.devices if d.type is DeviceType.CHANNEL}:
+            if domain not in held:
+                await self._labeler.release(domain)
 
     async def forget(self, uid: str) -> None:
         """Unprepare a stale claim found by cleanup (its namespace and name from the entry)."""

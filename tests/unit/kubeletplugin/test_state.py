@@ -478,3 +478,43 @@ async def test_a_failed_cdi_write_leaves_the_claim_started(
     assert stored is not None
     assert stored.completed
     assert h.cdi.claim_uids() == {claim["metadata"]["uid"]}
+
+
+async def test_the_label_stays_while_another_claim_of_its_domain_holds_it(tmp_path: Path) -> None:
+    """Two claims of one domain hold the label (admin access shares the channel): the first
+    one's unprepare keeps it, the last one's releases it. (A completed claim's prepare returns
+    without labelling again, so a label released under it stayed missing: make faults.)"""
+    h = fx.harness(tmp_path)
+    cd = fx.domain()
+    fx.set_ready(cd)
+    h.cluster.add(cd)
+    uid = cd["metadata"]["uid"]
+    first = fx.claim("channel", uid, name="first")
+    await h.state.prepare(first, requested_at=h.tick())
+    second = _admin(fx.claim("channel", uid, name="second"))
+    await h.state.prepare(second, requested_at=h.tick())
+    await h.state.unprepare(ref(first))
+    assert h.labeler.value == uid
+    await h.state.prepare(second, requested_at=h.tick())  # completed: no new label write
+    assert h.labeler.value == uid
+    await h.state.unprepare(ref(second))
+    assert h.labeler.value is None
+
+
+async def test_a_started_claim_of_the_domain_keeps_the_label_too(tmp_path: Path) -> None:
+    """A prepare that started (it waits for its daemon) holds the label it set: another claim
+    of the domain going away leaves it."""
+    h = fx.harness(tmp_path)
+    cd = fx.domain()
+    h.cluster.add(cd)  # not ready: a channel prepare labels the node, then waits
+    uid = cd["metadata"]["uid"]
+    waiting = fx.claim("channel", uid, name="waiting")
+    with pytest.raises(Waiting):
+        await h.state.prepare(waiting, requested_at=h.tick())
+    other = _admin(fx.claim("channel", uid, name="other"))
+    with pytest.raises(Waiting):
+        await h.state.prepare(other, requested_at=h.tick())
+    await h.state.unprepare(ref(other))
+    assert h.labeler.value == uid
+    await h.state.unprepare(ref(waiting))
+    assert h.labeler.value is None
