@@ -17,11 +17,10 @@ how late it wakes; ``behind_share`` is the summed lateness over the run's time (
 loop never caught up, the join was bound by this process's CPU, not by the server or the
 backoff) and ``max_ms`` the longest stall; ``gc_seconds`` is the time that process spent in
 Python's cyclic garbage collector meanwhile. Hundreds of daemons share that one loop and one
-heap, where each real daemon has its own. Pods and
-clients are created before the clock starts. The daemons'
-files go to tmpfs (``/dev/shm`` when present, else ``--files-dir``): here hundreds of daemons
-share one disk, where each real daemon writes one small file on its own node, so fsync latency
-of the test machine's disk would otherwise dominate what is measured.
+heap, where each real daemon has its own. Pods and clients are created before the clock starts.
+The daemons' files go to tmpfs (``/dev/shm`` when present, else ``--files-dir``): here
+hundreds of daemons share one disk, where each real daemon writes one small file on its own
+node, so fsync latency of the test machine's disk would otherwise dominate what is measured.
 
 Targets (issue 5): 18 daemons converge in at most 1 s with at most 3 writes per daemon on
 average; 288 daemons in at most 5 s.
@@ -244,7 +243,7 @@ async def run_size(
     cpu_daemons, cpu_server = cpu_seconds() - cpu_daemons, cpu_seconds(server_pid) - cpu_server
     ok = converged(daemons, count // cliques) and files_agree(daemons)
     phases = {
-        "all_listed": _last(listed, start),
+        "all_listed": _spread(listed, start)[2],
         **dict(zip(("first_registered", "median_registered", "last_registered"),
                    _spread(registered, start), strict=True)),
     }  # fmt: skip
@@ -294,21 +293,11 @@ async def _at(event: Any) -> float:
     return time.perf_counter()
 
 
-def _done_times(tasks: list[asyncio.Task[float]], start: float) -> list[float]:
-    for task in tasks:
-        task.cancel()
-    return sorted(t.result() - start for t in tasks if t.done() and not t.cancelled())
-
-
-def _last(tasks: list[asyncio.Task[float]], start: float) -> float | None:
-    """Seconds after ``start`` at which the last task completed (None: some never did)."""
-    times = _done_times(tasks, start)
-    return round(times[-1], 3) if len(times) == len(tasks) else None
-
-
 def _spread(tasks: list[asyncio.Task[float]], start: float) -> tuple[float | None, ...]:
     """(first, median, last) completion after ``start``; last is None if some never did."""
-    times = _done_times(tasks, start)
+    for task in tasks:
+        task.cancel()  # those still waiting never completed
+    times = sorted(t.result() - start for t in tasks if t.done() and not t.cancelled())
     if not times:
         return None, None, None
     last = round(times[-1], 3) if len(times) == len(tasks) else None

@@ -120,6 +120,13 @@ def _running(pod: dict[str, Any]) -> bool:
     return (pod.get("status") or {}).get("phase") == "Running"
 
 
+def _pod_ready(pod: dict[str, Any]) -> bool:
+    return any(
+        c.get("type") == "Ready" and c.get("status") == "True"
+        for c in (pod.get("status") or {}).get("conditions") or []
+    )
+
+
 def _domain_ready(cd: dict[str, Any]) -> bool:
     return (cd.get("status") or {}).get("status") == "Ready"
 
@@ -179,11 +186,7 @@ def _daemon_ready_nodes(pods: list[dict[str, Any]]) -> set[str]:
     return {
         str((p.get("spec") or {}).get("nodeName"))
         for p in pods
-        if p["metadata"].get("namespace") == NAMESPACE
-        and any(
-            c.get("type") == "Ready" and c.get("status") == "True"
-            for c in (p.get("status") or {}).get("conditions") or []
-        )
+        if p["metadata"].get("namespace") == NAMESPACE and _pod_ready(p)
     }
 
 
@@ -238,10 +241,7 @@ class Timeline:
             stages.setdefault("bound", now)
         if status.get("phase") == "Running":
             stages.setdefault("running", now)
-        if any(
-            c.get("type") == "Ready" and c.get("status") == "True"
-            for c in status.get("conditions") or []
-        ):
+        if _pod_ready(pod):
             stages.setdefault("ready", now)
 
     def summary(self) -> dict[str, Any]:
