@@ -2,7 +2,9 @@
 
 A thin dispatcher: each sub-command lives in its own module listed in :data:`COMMAND_MODULES`,
 whose ``register(commands)`` adds its parser (groups such as ``sim`` are shared through
-:meth:`Commands.group`) and the function that runs it.
+:meth:`Commands.group`) and the function that runs it. Only the module of the command being run
+is imported: importing them all (the simulation, the Kubernetes client) cost more than a second
+of CPU per call, and the tests and the demo call ``sim up`` and ``sim down`` for every cluster.
 """
 
 from __future__ import annotations
@@ -10,18 +12,23 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Final
 
 import computedomain
 
-COMMAND_MODULES = (
-    "computedomain.cli.demo.command",
-    "computedomain.cli.sim_apiserver",
-    "computedomain.cli.sim_cluster",
-    "computedomain.cli.sim_imex",
-    "computedomain.cli.sim_hollow",
-    "computedomain.cli.doctor.command",
-)
+# Each command (its words) and the module that registers it, in the order of the help.
+COMMAND_MODULES: Final = {
+    "demo": "computedomain.cli.demo.command",
+    "sim apiserver": "computedomain.cli.sim_apiserver",
+    "sim up": "computedomain.cli.sim_cluster",
+    "sim down": "computedomain.cli.sim_cluster",
+    "sim run": "computedomain.cli.sim_host",
+    "sim status": "computedomain.cli.sim_host",
+    "sim imex-path": "computedomain.cli.sim_imex",
+    "sim hollow": "computedomain.cli.sim_hollow",
+    "doctor": "computedomain.cli.doctor.command",
+}
 
 Run = Callable[[argparse.Namespace], int]
 
@@ -53,20 +60,38 @@ def _usage(parser: argparse.ArgumentParser) -> int:
     return 2
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Return the top-level parser with every registered sub-command."""
+def modules_for(argv: Sequence[str] | None) -> list[str]:
+    """The command modules a parser for ``argv`` needs: the one registering the command that
+    ``argv`` starts with, or every module (for help, a group alone, or an unknown command, so
+    that the usage lists them all)."""
+    words = []
+    for arg in argv or ():
+        if arg.startswith("-"):
+            break
+        words.append(arg)
+    for command, module in COMMAND_MODULES.items():
+        parts = command.split()
+        if words[: len(parts)] == parts:
+            return [module]
+    return list(dict.fromkeys(COMMAND_MODULES.values()))
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """Return the top-level parser with the sub-commands ``argv`` may need (all by default)."""
     parser = argparse.ArgumentParser(prog="computedomain", description=__doc__)
     parser.add_argument("--version", action="version", version=computedomain.__version__)
     parser.set_defaults(run=lambda _args: _usage(parser))
     commands = Commands(parser.add_subparsers(dest="command", metavar="COMMAND"))
-    for module in COMMAND_MODULES:
+    for module in modules_for(argv):
         importlib.import_module(module).register(commands)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     """Parse ``argv`` and run the chosen sub-command; returns the process exit code."""
-    args = build_parser().parse_args(argv)
+    if argv is None:
+        argv = sys.argv[1:]
+    args = build_parser(argv).parse_args(argv)
     result: int = args.run(args)
     return result
 

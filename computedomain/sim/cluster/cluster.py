@@ -27,7 +27,6 @@ from typing import Any
 
 import attrs
 
-import computedomain
 from computedomain.api import validation
 from computedomain.kube import errors
 from computedomain.kube.client import ClientConfig, connect
@@ -49,6 +48,7 @@ from computedomain.sim.kubelet.paths import NodePaths
 from computedomain.sim.scheduler.scheduler import Scheduler
 
 from . import install, kustomize, topology
+from .defaults import DEFAULT_MANIFESTS
 from .layout import StateLayout
 
 __all__ = [
@@ -62,9 +62,6 @@ __all__ = [
 
 _log = logs.get_logger(__name__)
 
-DEFAULT_MANIFESTS = (
-    Path(computedomain.__file__).resolve().parents[1] / "deployments" / "overlays" / "sim"
-)
 DRIVER_NAMESPACE = "computedomain-system"
 CONTROLLER_DEPLOYMENT = "computedomain-controller"
 PLUGIN_DAEMONSET = "computedomain-kubelet-plugin"

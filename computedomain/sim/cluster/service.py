@@ -1,17 +1,18 @@
 """Run a simulated cluster in the background and manage it through its state directory: the
 work behind ``computedomain sim up|run|status|down``.
 
-Called by :mod:`computedomain.cli.sim_cluster`. ``up`` starts ``computedomain sim run`` as a
-detached process (its own session; output to ``logs/cluster.log``) and waits until the run
-process reports Ready (or Failed) in ``cluster.json``; ``run`` hosts :class:`.cluster.SimCluster`
-until SIGTERM/SIGINT; ``down`` stops the run process (SIGTERM, then SIGKILL), kills any container
-process group still recorded under ``pids/`` (only processes that carry the simulation's
-environment marker, so a recycled PID is never hit) and removes the state directory.
+Called by :mod:`computedomain.cli.sim_cluster` and the demo. ``up`` starts
+``computedomain sim run`` as a detached process (its own session; output to
+``logs/cluster.log``) and waits until the run process reports Ready (or Failed) in
+``cluster.json`` (written by :mod:`.hosting`, which hosts the cluster in that process);
+``down`` stops the run process (SIGTERM, then SIGKILL), kills any container process group still
+recorded under ``pids/`` (only processes that carry the simulation's environment marker, so a
+recycled PID is never hit) and removes the state directory. Nothing here imports the simulation
+itself, so ``sim up`` and ``sim down`` start in a fraction of the time.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import os
@@ -25,10 +26,19 @@ from typing import Any
 
 from computedomain.runtime import files
 
-from .cluster import ClusterConfig, SimCluster
 from .layout import StateLayout
 
-__all__ = ["ClusterFailed", "down", "read_state", "run", "up"]
+__all__ = [
+    "FAILED",
+    "READY",
+    "STARTING",
+    "STOPPED",
+    "ClusterFailed",
+    "down",
+    "read_state",
+    "up",
+    "write_state",
+]
 
 STARTING, READY, FAILED, STOPPED = "Starting", "Ready", "Failed", "Stopped"
 _MARKER = b"CD_SIM_ISOLATION="
@@ -47,35 +57,9 @@ def read_state(layout: StateLayout) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def _write_state(layout: StateLayout, state: dict[str, Any]) -> None:
+def write_state(layout: StateLayout, state: dict[str, Any]) -> None:
+    """Replace ``cluster.json`` (atomically: ``up`` polls it)."""
     files.atomic_write(layout.state_file, json.dumps(state, indent=2).encode())
-
-
-async def run(config: ClusterConfig, *, wait_components: bool, within: float) -> int:
-    """Host the cluster in this process until SIGTERM/SIGINT. Exit code 0, or 1 if it failed."""
-    layout = StateLayout(config.state_dir)
-    layout.root.mkdir(parents=True, exist_ok=True)
-    base = {"pid": os.getpid(), "stateDir": str(layout.root)}
-    _write_state(layout, {**base, "phase": STARTING})
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
-    cluster = SimCluster(config)
-    try:
-        await cluster.start()
-        await cluster.wait_ready(components=wait_components, within=within)
-    except Exception as exc:
-        _write_state(layout, {**base, "phase": FAILED, "error": f"{type(exc).__name__}: {exc}"})
-        print(f"error: {exc}", file=sys.stderr, flush=True)
-        await cluster.stop()
-        return 1
-    _write_state(layout, {**base, "phase": READY, **cluster.describe()})
-    print(f"ready: kubeconfig {layout.kubeconfig}", flush=True)
-    await stop.wait()
-    await cluster.stop()
-    _write_state(layout, {**base, "phase": STOPPED})
-    return 0
 
 
 def up(layout: StateLayout, run_args: Sequence[str], *, within: float) -> dict[str, Any]:

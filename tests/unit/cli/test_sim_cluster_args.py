@@ -1,4 +1,5 @@
-"""``computedomain sim up|run`` arguments: what cluster they ask for."""
+"""``computedomain sim up|run`` arguments: what cluster they ask for (``up`` passes its
+flags on to ``run``)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from computedomain.api import names
-from computedomain.cli import main, sim_cluster
+from computedomain.cli import main, sim_cluster, sim_host
 
 
 def test_the_daemons_get_the_imex_stand_ins_by_default(
@@ -15,7 +16,7 @@ def test_the_daemons_get_the_imex_stand_ins_by_default(
 ) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     args = main.build_parser().parse_args(["sim", "run", f"--state-dir={tmp_path / 's'}"])
-    config = sim_cluster.cluster_config(args)
+    config = sim_host.cluster_config(args)
     assert config.imex_path is not None
     directory = Path(config.imex_path)
     assert directory.is_relative_to(tmp_path / "cache")
@@ -24,9 +25,11 @@ def test_the_daemons_get_the_imex_stand_ins_by_default(
 
 
 def test_an_explicit_imex_path_wins(tmp_path: Path) -> None:
-    args = main.build_parser().parse_args(
+    up = main.build_parser().parse_args(
         ["sim", "up", f"--state-dir={tmp_path}", "--imex-path=/opt/imex/bin", "--racks=3"]
     )
-    config = sim_cluster.cluster_config(args)
+    run_argv = ["sim", "run", *sim_cluster.run_arguments(up)]
+    args = main.build_parser(run_argv).parse_args(run_argv)
+    config = sim_host.cluster_config(args)
     assert config.imex_path == "/opt/imex/bin"
     assert config.topology.racks == 3

@@ -1,0 +1,19 @@
+"""Defaults of the ``sim`` commands that their flag parsers need.
+
+Kept apart from :mod:`.cluster` because a parser is built before anything runs: ``sim up`` and
+``sim down`` only start or stop the background process, and should not pay for importing the
+whole simulation (API server, kubelets, the Kubernetes client) to learn a default path.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import computedomain
+
+__all__ = ["DEFAULT_MANIFESTS"]
+
+# The kustomization the simulation installs: deployments/ with the simulation's overlay.
+DEFAULT_MANIFESTS = (
+    Path(computedomain.__file__).resolve().parents[1] / "deployments" / "overlays" / "sim"
+)
