@@ -1,19 +1,31 @@
 """Scaffolding for the simulation scenarios: ``computedomain sim up`` in a temporary state
 directory, the admin API for the test, and ``sim down`` afterwards (which must leave no
-process behind)."""
+process behind).
+
+Two clusters are shared by several scenario modules: :func:`default_cluster` and
+:func:`leader_election_cluster`. Each lives for the session of the xdist worker that first asks
+for it, and the modules that use one are in one xdist group, so one ``sim up`` serves them all
+(a cluster's start costs tens of CPU-seconds, and ``make test`` has a 10-minute budget on two
+cores). The modules leave the nodes free after each test (:func:`.kit_extra.release`).
+"""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import attrs
 import pytest
 
 from computedomain.sim.cluster.layout import StateLayout
+
+if TYPE_CHECKING:
+    from . import kit_extra
 
 
 @attrs.frozen
@@ -79,3 +91,55 @@ def sim_up(tmp_path: Path) -> Iterator[SimUp]:
     finally:
         run_cli("down", f"--state-dir={state}", check=False)
         assert not StateLayout(state).link_dir.exists()
+
+
+@pytest.fixture(scope="session")
+def default_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[kit_extra.Shared]:
+    """The simulation's manifests on one rack of four nodes, the IMEX stand-ins behind
+    :func:`.kit_extra.imex_wrappers`. Each test frees the nodes it used."""
+    from . import kit, kit_extra  # kit imports this module: import it once the tests run
+
+    def start(stack: contextlib.ExitStack) -> kit_extra.Shared:
+        root = tmp_path_factory.mktemp("scen2-default")
+        markers = root / "markers"
+        markers.mkdir()
+        imex_path = kit_extra.imex_wrappers(root / "imex", markers)
+        cluster = stack.enter_context(
+            kit.module_cluster(
+                tmp_path_factory,
+                "scen2-default-sim",
+                racks=1,
+                nodes_per_rack=4,
+                extra_args=[f"--imex-path={imex_path}"],
+            )
+        )
+        return kit_extra.Shared(cluster, markers)
+
+    with contextlib.ExitStack() as stack:
+        yield start(stack)
+
+
+@pytest.fixture(scope="session")
+def leader_election_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[kit_extra.Shared]:
+    """Two controller replicas with leader election (the ``leader-election`` component over
+    the simulation's manifests), one rack of two nodes, recording RBAC use
+    (``--rbac-usage``)."""
+    from . import kit, kit_extra  # kit imports this module: import it once the tests run
+
+    def start(stack: contextlib.ExitStack) -> kit_extra.Shared:
+        root = tmp_path_factory.mktemp("scen2-le")
+        manifests = kit_extra.overlay(root / "overlay", components=["leader-election"])
+        usage = root / "rbac-usage.jsonl"
+        cluster = stack.enter_context(
+            kit.module_cluster(
+                tmp_path_factory,
+                "scen2-le-sim",
+                racks=1,
+                nodes_per_rack=2,
+                extra_args=[f"--manifests={manifests}", f"--rbac-usage={usage}"],
+            )
+        )
+        return kit_extra.Shared(cluster, root, usage)
+
+    with contextlib.ExitStack() as stack:
+        yield start(stack)

@@ -3,9 +3,8 @@ of ``deployments/overlays/sim`` written into a test's temporary directory, with 
 extra environment for the controller and the kubelet plugin, and controller replicas), the
 driver's component pods and their logs, and the controller's leader-election lease.
 
-Also two cluster fixtures (module scope: one ``sim up`` per module, stopped when the module
-ends, never held for the whole session): :func:`default_cluster` and
-:func:`leader_election_cluster`, and :func:`release` that frees a test's nodes for the next.
+Also :func:`release`, which frees a test's nodes for the next; the two clusters the modules
+share (``default_cluster``, ``leader_election_cluster``) are fixtures of ``conftest.py``.
 
 Used by the scenario modules of part 2 (restarts, numNodes, IP mode, leader election, host IMEX
 conflict, least privilege).
@@ -17,19 +16,18 @@ import contextlib
 import json
 import os
 import shlex
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import attrs
-import pytest
 
 from computedomain.api import names
 from computedomain.kube import errors, resources
 from computedomain.kube.rest import Api
 from computedomain.sim.imex import wrappers
 
-from .kit import DRIVER_NAMESPACE, Cluster, module_cluster, wait_until
+from .kit import DRIVER_NAMESPACE, Cluster, wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 SIM_OVERLAY = REPO / "deployments" / "overlays" / "sim"
@@ -171,56 +169,6 @@ class Shared:
     cluster: Cluster
     markers: Path
     rbac_usage: Path | None = None
-
-
-@pytest.fixture(scope="module")
-def default_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Shared]:
-    """The simulation's manifests on one rack of four nodes, the IMEX stand-ins behind
-    :func:`imex_wrappers`. Each test frees the nodes it used (:func:`release`)."""
-
-    def start(stack: contextlib.ExitStack) -> Shared:
-        root = tmp_path_factory.mktemp("scen2-default")
-        markers = root / "markers"
-        markers.mkdir()
-        imex_path = imex_wrappers(root / "imex", markers)
-        cluster = stack.enter_context(
-            module_cluster(
-                tmp_path_factory,
-                "scen2-default-sim",
-                racks=1,
-                nodes_per_rack=4,
-                extra_args=[f"--imex-path={imex_path}"],
-            )
-        )
-        return Shared(cluster, markers)
-
-    with contextlib.ExitStack() as stack:
-        yield start(stack)
-
-
-@pytest.fixture(scope="module")
-def leader_election_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Shared]:
-    """Two controller replicas with leader election (the ``leader-election`` component over
-    the simulation's manifests), one rack of two nodes, recording RBAC use
-    (``--rbac-usage``)."""
-
-    def start(stack: contextlib.ExitStack) -> Shared:
-        root = tmp_path_factory.mktemp("scen2-le")
-        manifests = overlay(root / "overlay", components=["leader-election"])
-        usage = root / "rbac-usage.jsonl"
-        cluster = stack.enter_context(
-            module_cluster(
-                tmp_path_factory,
-                "scen2-le-sim",
-                racks=1,
-                nodes_per_rack=2,
-                extra_args=[f"--manifests={manifests}", f"--rbac-usage={usage}"],
-            )
-        )
-        return Shared(cluster, root, usage)
-
-    with contextlib.ExitStack() as stack:
-        yield start(stack)
 
 
 async def release(api: Api, cluster: Cluster, ns: str) -> None:

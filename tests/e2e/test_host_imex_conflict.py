@@ -14,7 +14,6 @@ import pytest
 from computedomain.kube import resources
 
 from . import kit, kit_extra
-from .kit_extra import default_cluster  # noqa: F401 (the shared cluster fixture)
 
 pytestmark = [
     pytest.mark.slow,

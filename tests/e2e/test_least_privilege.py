@@ -31,7 +31,6 @@ from computedomain.kube.rest import Api
 from computedomain.sim.apiserver import rbac_usage
 
 from . import kit, kit_extra
-from .kit_extra import leader_election_cluster  # noqa: F401 (the shared cluster fixture)
 
 pytestmark = [
     pytest.mark.slow,

@@ -20,7 +20,6 @@ from computedomain.kube import resources
 from computedomain.kube.rest import Api
 
 from . import kit, kit_extra
-from .kit_extra import default_cluster  # noqa: F401 (the shared cluster fixture)
 
 pytestmark = [
     pytest.mark.slow,

@@ -25,7 +25,6 @@ from computedomain.kube.rest import Api
 from computedomain.kubeletplugin import checkpoint as plugin_checkpoint
 
 from . import kit, kit_extra
-from .kit_extra import default_cluster  # noqa: F401 (the shared cluster fixture)
 
 pytestmark = [
     pytest.mark.slow,
