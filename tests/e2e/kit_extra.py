@@ -3,8 +3,9 @@ of ``deployments/overlays/sim`` written into a test's temporary directory, with 
 extra environment for the controller and the kubelet plugin, and controller replicas), the
 driver's component pods and their logs, and the controller's leader-election lease.
 
-Also :func:`release`, which frees a test's nodes for the next; the two clusters the modules
-share (``default_cluster``, ``leader_election_cluster``) are fixtures of ``conftest.py``.
+Also :func:`release`, which frees a test's nodes for the next, and :func:`lent`, a shared
+cluster lent to one module and freed after it; the two clusters the modules share
+(``default_cluster``, ``leader_election_cluster``) are fixtures of ``conftest.py``.
 
 Used by the scenario modules of part 2 (restarts, numNodes, IP mode, leader election, host IMEX
 conflict, least privilege).
@@ -12,11 +13,12 @@ conflict, least privilege).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +29,7 @@ from computedomain.kube import errors, resources
 from computedomain.kube.rest import Api
 from computedomain.sim.imex import wrappers
 
-from .kit import DRIVER_NAMESPACE, Cluster, wait_until
+from .kit import DRIVER_NAMESPACE, Cluster, api_of, wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 SIM_OVERLAY = REPO / "deployments" / "overlays" / "sim"
@@ -189,3 +191,19 @@ async def release(api: Api, cluster: Cluster, ns: str) -> None:
         return not any(names.COMPUTE_DOMAIN_LABEL in n["metadata"].get("labels", {}) for n in nodes)
 
     await wait_until(f"namespace {ns} released its nodes", free)
+
+
+@contextlib.contextmanager
+def lent(shared: Shared, *namespaces: str) -> Iterator[Cluster]:
+    """The shared cluster for one module, which works in ``namespaces``; when the module is
+    done they are released (:func:`release`), so the next module finds every node free."""
+    try:
+        yield shared.cluster
+    finally:
+
+        async def free() -> None:
+            async with api_of(shared.cluster) as api:
+                # At once: each waits until no node carries any domain's label.
+                await asyncio.gather(*(release(api, shared.cluster, ns) for ns in namespaces))
+
+        asyncio.run(free())

@@ -2,7 +2,8 @@
 checks it but from the worker's side: what the worker process sees under
 ``/dev/nvidia-caps-imex-channels`` and in its environment.
 
-One cluster (one rack of two nodes); each domain has its own node and namespace:
+The shared cluster (one rack of four nodes, two of them used); each domain has its own node and
+namespace:
 
 - r0n0: ``allocationMode: Single``: channel 0 only;
 - r0n1: ``allocationMode: All``: every channel, ``channel0`` .. ``channel2047``.
@@ -20,19 +21,19 @@ import pytest
 from computedomain.api import names
 from computedomain.kube.rest import Api
 
-from . import kit
+from . import kit, kit_extra
 
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.scenario,
-    pytest.mark.xdist_group("scenario-channels"),
+    pytest.mark.xdist_group("default-cluster"),
     pytest.mark.timeout(300),
 ]
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[kit.Cluster]:
-    with kit.module_cluster(tmp_path_factory, "channels", racks=1, nodes_per_rack=2) as up:
+def cluster(request: pytest.FixtureRequest) -> Iterator[kit.Cluster]:
+    with kit_extra.lent(request.getfixturevalue("default_cluster"), "single", "all") as up:
         yield up
 
 

@@ -2,8 +2,9 @@
 checked directly (the domain re-forms, workers run, indices of nodes that never left are kept)
 rather than through an MPI job.
 
-One cluster (one rack of two nodes), one domain with a Deployment of two workers. The faults,
-in order (each test first makes sure the domain is formed, so any of them runs alone):
+The shared cluster (one rack of four nodes, r0n0 and r0n1 used), one domain with a Deployment of
+two workers. The faults, in order (each test first makes sure the domain is formed, so any of
+them runs alone):
 
 1. force-delete (grace 0) the worker on r0n0: it is recreated and runs, the domain re-forms,
    r0n1's entry is unchanged and its worker untouched;
@@ -25,12 +26,12 @@ import pytest
 from computedomain.kube import errors, resources
 from computedomain.kube.rest import Api
 
-from . import kit
+from . import kit, kit_extra
 
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.scenario,
-    pytest.mark.xdist_group("scenario-failover"),
+    pytest.mark.xdist_group("default-cluster"),
     pytest.mark.timeout(300),
 ]
 
@@ -40,8 +41,8 @@ NODES = {"r0n0", "r0n1"}
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[kit.Cluster]:
-    with kit.module_cluster(tmp_path_factory, "failover", racks=1, nodes_per_rack=2) as up:
+def cluster(request: pytest.FixtureRequest) -> Iterator[kit.Cluster]:
+    with kit_extra.lent(request.getfixturevalue("default_cluster"), NS) as up:
         yield up
 
 
@@ -62,7 +63,9 @@ async def _formed(api: Api, cluster: kit.Cluster) -> tuple[dict[str, Any], dict[
     for create in (
         lambda: kit.create_namespace(api, NS),
         lambda: kit.create_domain(api, NS, DOMAIN, num_nodes=2),
-        lambda: kit.create_worker_deployment(api, NS, DOMAIN, name="workers", replicas=2),
+        lambda: kit.create_worker_deployment(
+            api, NS, DOMAIN, name="workers", replicas=2, nodes=sorted(NODES)
+        ),
     ):
         with contextlib.suppress(errors.AlreadyExists):
             await create()

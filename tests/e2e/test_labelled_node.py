@@ -2,8 +2,8 @@
 domain's worker waits, the reason is on the pod as a Warning event naming the other domain,
 and the worker starts once the other domain is deleted (its teardown removes the label).
 
-One cluster (one node). The other domain has no workload; its label is put on the node by hand,
-as a node left labelled looks.
+The shared cluster (one rack of four nodes, r0n0 used). The other domain has no workload; its
+label is put on the node by hand, as a node left labelled looks.
 """
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ from computedomain.api import names
 from computedomain.kube import resources
 from computedomain.kube.rest import Api
 
-from . import kit
+from . import kit, kit_extra
 
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.scenario,
-    pytest.mark.xdist_group("scenario-labelled-node"),
+    pytest.mark.xdist_group("default-cluster"),
     pytest.mark.timeout(300),
 ]
 
@@ -31,8 +31,8 @@ NODE = "r0n0"
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[kit.Cluster]:
-    with kit.module_cluster(tmp_path_factory, "labelled-node", racks=1, nodes_per_rack=1) as up:
+def cluster(request: pytest.FixtureRequest) -> Iterator[kit.Cluster]:
+    with kit_extra.lent(request.getfixturevalue("default_cluster"), NS) as up:
         yield up
 
 

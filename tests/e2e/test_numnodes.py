@@ -24,7 +24,7 @@ from . import kit, kit_extra
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.scenario,
-    pytest.mark.xdist_group("scen2-default"),
+    pytest.mark.xdist_group("default-cluster"),
     pytest.mark.timeout(300),
 ]
 

@@ -3,7 +3,8 @@ without waiting for the workload, everything it made goes with it, and once the 
 too nothing is left anywhere — no object, node label, CDI spec, checkpoint entry or domain
 directory.
 
-One cluster (one rack of two nodes), one domain with a Deployment of two workers.
+The shared cluster (one rack of four nodes, r0n0 and r0n1 used), one domain with a Deployment of
+two workers.
 """
 
 from __future__ import annotations
@@ -18,12 +19,12 @@ from computedomain.api import names
 from computedomain.kube import resources
 from computedomain.kube.rest import Api
 
-from . import kit
+from . import kit, kit_extra
 
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.scenario,
-    pytest.mark.xdist_group("scenario-teardown"),
+    pytest.mark.xdist_group("default-cluster"),
     pytest.mark.timeout(300),
 ]
 
@@ -40,8 +41,8 @@ KINDS = (
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[kit.Cluster]:
-    with kit.module_cluster(tmp_path_factory, "teardown", racks=1, nodes_per_rack=2) as up:
+def cluster(request: pytest.FixtureRequest) -> Iterator[kit.Cluster]:
+    with kit_extra.lent(request.getfixturevalue("default_cluster"), NS) as up:
         yield up
 
 
@@ -89,7 +90,9 @@ async def test_deleting_a_domain_with_running_workers_leaves_nothing(
     await kit.create_namespace(api, NS)
     domain = await kit.create_domain(api, NS, DOMAIN, num_nodes=2)
     uid = domain["metadata"]["uid"]
-    await kit.create_worker_deployment(api, NS, DOMAIN, name="workers", replicas=2)
+    await kit.create_worker_deployment(
+        api, NS, DOMAIN, name="workers", replicas=2, nodes=sorted(NODES)
+    )
     workers = await kit.pods_running(
         api, cluster, NS, selector="app=workers", count=2, domain=DOMAIN
     )

@@ -3,7 +3,7 @@ Ready, and nothing of one shows in the other — its own clique object (though t
 the same), its own indices 0..1, node labels naming its own UID, daemon hosts files naming only
 its own daemons' IPs.
 
-One cluster (one rack of four nodes). The domains are both called ``job``, in namespaces
+The shared cluster (one rack of four nodes). The domains are both called ``job``, in namespaces
 ``alpha`` (r0n0, r0n1) and ``beta`` (r0n2, r0n3), so that their templates share a name too.
 """
 
@@ -19,12 +19,12 @@ from computedomain.api import names
 from computedomain.kube import resources
 from computedomain.kube.rest import Api
 
-from . import kit
+from . import kit, kit_extra
 
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.scenario,
-    pytest.mark.xdist_group("scenario-two-domains"),
+    pytest.mark.xdist_group("default-cluster"),
     pytest.mark.timeout(300),
 ]
 
@@ -32,8 +32,8 @@ PLACEMENT = {"alpha": ["r0n0", "r0n1"], "beta": ["r0n2", "r0n3"]}
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[kit.Cluster]:
-    with kit.module_cluster(tmp_path_factory, "two-domains", racks=1, nodes_per_rack=4) as up:
+def cluster(request: pytest.FixtureRequest) -> Iterator[kit.Cluster]:
+    with kit_extra.lent(request.getfixturevalue("default_cluster"), *PLACEMENT) as up:
         yield up
 
 
