@@ -11,7 +11,6 @@ cores). The modules leave the nodes free after each test (:func:`.kit_extra.rele
 
 from __future__ import annotations
 
-import contextlib
 import os
 import subprocess
 import sys
@@ -99,24 +98,18 @@ def default_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[kit_ex
     :func:`.kit_extra.imex_wrappers`. Each test frees the nodes it used."""
     from . import kit, kit_extra  # kit imports this module: import it once the tests run
 
-    def start(stack: contextlib.ExitStack) -> kit_extra.Shared:
-        root = tmp_path_factory.mktemp("scen2-default")
-        markers = root / "markers"
-        markers.mkdir()
-        imex_path = kit_extra.imex_wrappers(root / "imex", markers)
-        cluster = stack.enter_context(
-            kit.module_cluster(
-                tmp_path_factory,
-                "scen2-default-sim",
-                racks=1,
-                nodes_per_rack=4,
-                extra_args=[f"--imex-path={imex_path}"],
-            )
-        )
-        return kit_extra.Shared(cluster, markers)
-
-    with contextlib.ExitStack() as stack:
-        yield start(stack)
+    root = tmp_path_factory.mktemp("scen2-default")
+    markers = root / "markers"
+    markers.mkdir()
+    imex_path = kit_extra.imex_wrappers(root / "imex", markers)
+    with kit.module_cluster(
+        tmp_path_factory,
+        "scen2-default-sim",
+        racks=1,
+        nodes_per_rack=4,
+        extra_args=[f"--imex-path={imex_path}"],
+    ) as cluster:
+        yield kit_extra.Shared(cluster, markers)
 
 
 @pytest.fixture(scope="session")
@@ -126,20 +119,14 @@ def leader_election_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterato
     (``--rbac-usage``)."""
     from . import kit, kit_extra  # kit imports this module: import it once the tests run
 
-    def start(stack: contextlib.ExitStack) -> kit_extra.Shared:
-        root = tmp_path_factory.mktemp("scen2-le")
-        manifests = kit_extra.overlay(root / "overlay", components=["leader-election"])
-        usage = root / "rbac-usage.jsonl"
-        cluster = stack.enter_context(
-            kit.module_cluster(
-                tmp_path_factory,
-                "scen2-le-sim",
-                racks=1,
-                nodes_per_rack=2,
-                extra_args=[f"--manifests={manifests}", f"--rbac-usage={usage}"],
-            )
-        )
-        return kit_extra.Shared(cluster, root, usage)
-
-    with contextlib.ExitStack() as stack:
-        yield start(stack)
+    root = tmp_path_factory.mktemp("scen2-le")
+    manifests = kit_extra.overlay(root / "overlay", components=["leader-election"])
+    usage = root / "rbac-usage.jsonl"
+    with kit.module_cluster(
+        tmp_path_factory,
+        "scen2-le-sim",
+        racks=1,
+        nodes_per_rack=2,
+        extra_args=[f"--manifests={manifests}", f"--rbac-usage={usage}"],
+    ) as cluster:
+        yield kit_extra.Shared(cluster, root, usage)
