@@ -3,8 +3,11 @@
 Names are upstream's (``k8s.compute-domain.nvidia.com-claim_<uid>.yaml``,
 ``k8s.compute-domain.nvidia.com-device_base.yaml``) so runtimes and operators find them where
 they expect. Writes are atomic and validated first; claim specs are mode 0600 (upstream's
-temp-file default), the base spec 0644. Claim UIDs become file names, so each is checked as a
-safe path component. Blocking; async callers run these in a thread.
+temp-file default), the base spec 0644. Claim specs are not fsynced: like the checkpoint that
+records them (:mod:`~computedomain.kubeletplugin.checkpointstore`) they mean nothing after a
+reboot (the kubelet prepares every claim again, and the CDI root is usually a tmpfs, where an
+fsync does nothing). Claim UIDs become file names, so each is checked as a safe path
+component. Blocking; async callers run these in a thread.
 """
 
 from __future__ import annotations
@@ -53,7 +56,7 @@ class CdiStore:
         """Validate and write a claim spec (overwrites). Raises CdiError or OSError."""
         cdi.validate(spec)
         path = self.claim_path(claim_uid)
-        files.atomic_write(path, cdi.to_yaml(spec), mode=0o600)
+        files.atomic_write(path, cdi.to_yaml(spec), mode=0o600, durable=False)
         return path
 
     def remove_claim(self, claim_uid: str) -> bool:

@@ -52,6 +52,28 @@ def test_temp_file_is_written_in_the_target_directory(
     assert seen[0][1].startswith(".x.cfg.")
 
 
+@pytest.mark.parametrize(("durable", "fsyncs"), [(True, 2), (False, 0)], ids=["durable", "not"])
+def test_durable_writes_fsync_the_file_and_its_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, durable: bool, fsyncs: int
+) -> None:
+    calls: list[int] = []
+    real_fsync = os.fsync
+
+    def spy(fd: int) -> None:
+        calls.append(fd)
+        real_fsync(fd)
+
+    monkeypatch.setattr(files.os, "fsync", spy)
+    target = tmp_path / "checkpoint.json"
+    target.write_bytes(b"old")
+    files.atomic_write(target, b"new", mode=0o600, durable=durable)
+    assert len(calls) == fsyncs
+    # Either way the write is atomic: the new content under the old name, mode set, no temp.
+    assert target.read_bytes() == b"new"
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+    assert os.listdir(tmp_path) == ["checkpoint.json"]
+
+
 def test_missing_directory_raises(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError):
         files.atomic_write(tmp_path / "nope" / "x", b"1")
