@@ -5,6 +5,11 @@ Started by :mod:`computedomain.sim.cluster`. One queue with two kinds of keys: `
 (a pod that may need claims) and ``claim:ns/name`` (a claim whose ``reservedFor`` may name pods
 that are gone). A pod's change enqueues it and the claims it reserves; a claim's change enqueues
 it; a template's arrival enqueues the pods of its namespace that wait for it.
+
+Ten workers, as kube-controller-manager runs this controller (``--concurrent-resourceclaim-syncs``
+defaults to 10): every key costs one or two API writes, and when a domain forms every daemon pod
+needs its claim at once; with one worker they waited in line. The queue never hands one key to
+two workers, and the keys of one pod and of its claims only meet in compare-and-swap writes.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from .running import run_controller
 __all__ = ["ResourceClaimController"]
 
 Obj = Mapping[str, Any]
+WORKERS = 10
 
 
 class ResourceClaimController:
@@ -84,7 +90,9 @@ class ResourceClaimController:
 
     async def run(self) -> None:
         """Run until cancelled."""
-        await run_controller((self.pods, self.claims, self.templates), self.queue, self.sync)
+        await run_controller(
+            (self.pods, self.claims, self.templates), self.queue, self.sync, workers=WORKERS
+        )
 
     async def sync(self, key: str) -> None:
         """Handle ``pod:<key>`` or ``claim:<key>``. Raises API errors (the queue retries)."""
