@@ -1,13 +1,22 @@
 """The DaemonSet controller with the scheduler and kubelets: pods follow node labels, are
-replaced when deleted, and the status counts them."""
+replaced when deleted, and the status counts them; and alone, against a server that refuses
+pod creates: its creates go in slow-start batches."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
+from aiohttp import web
+
+from computedomain.kube.client import ClientConfig, connect
+from computedomain.kube.events import EventRecorder
 from computedomain.kube.resources import DAEMON_SETS, NODES, PODS
 from computedomain.kube.rest import PatchType
+from computedomain.sim.apiserver.server import EmbeddedApiServer
+from computedomain.sim.controllers.daemonset_controller import DaemonSetController
+from computedomain.sim.faults.apiserver import ApiFaults
 
 from .helpers import eventually, namespace, running_cluster
 
@@ -99,3 +108,65 @@ async def test_daemon_pods_follow_the_node_label(tmp_path: Path) -> None:
             return set(await pods_on()) == {"r0n0"}
 
         await eventually(moved, what="the daemon pod on r0n0 only")
+
+
+class CreateConcurrency:
+    """A server stage: the most pod creates it has seen in flight at once."""
+
+    def __init__(self) -> None:
+        self.now = 0
+        self.most = 0
+
+    @web.middleware
+    async def __call__(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        counted = request.method == "POST" and request.path.endswith("/pods")
+        if counted:
+            self.now += 1
+            self.most = max(self.most, self.now)
+        try:
+            return await handler(request)  # type: ignore[no-any-return]
+        finally:
+            if counted:
+                self.now -= 1
+
+
+async def test_creates_go_in_slow_start_batches() -> None:
+    """While every pod create fails, each sync sends one; once creates work, a sync creates
+    all the missing pods, several at a time (1, then 2, then 4)."""
+    faults = ApiFaults("500=1,verbs=create,resources=pods,seed=3")
+    concurrency = CreateConcurrency()  # outside the fault stage: it sees the injected latency
+    async with EmbeddedApiServer(stages=[concurrency, faults]) as server:
+        api = await connect(ClientConfig(url=server.url, token=server.admin_token, qps=0))
+        events = EventRecorder(api, component="ds")
+        controller = DaemonSetController(api, events=events)
+        tasks = [asyncio.create_task(events.run()), asyncio.create_task(controller.run())]
+        try:
+            for i in range(7):
+                node = {"metadata": {"name": f"n{i}", "labels": {LABEL: "cd-1"}}}
+                await api.create(NODES, {"apiVersion": "v1", "kind": "Node", **node})
+            await api.create(DAEMON_SETS, daemonset("default"))
+            key = "default/imex"
+
+            async def retried_a_few_times() -> bool:
+                return controller.queue.num_requeues(key) >= 3
+
+            await eventually(retried_a_few_times, what="three failed syncs")
+            # Creates work from now on, each taking a while (so that a batch's overlap).
+            faults.configure("latency=30ms,verbs=create,resources=pods")
+            failed_syncs = controller.queue.num_requeues(key)
+            attempts = faults.counts["500"]
+            # One create per failed sync (the sync under way may have sent its one too).
+            assert attempts <= failed_syncs + 1, (attempts, failed_syncs)
+
+            async def all_created() -> list[Any] | None:
+                items, _ = await api.list_all(PODS, "default", label_selector="app=imex")
+                return items if len(items) == 7 else None
+
+            pods = await eventually(all_created, what="a pod per labelled node")
+            assert len({p["metadata"]["name"] for p in pods}) == 7
+            assert concurrency.most >= 2  # not one after another
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await api.close()
