@@ -7,16 +7,18 @@ daemon.md §1.1).
 
 It runs as a fresh process for every readiness probe of every simulated daemon (once a second
 while a domain forms), so its start-up is its cost. It is therefore a self-contained script that
-imports nothing but the standard library's ``socket`` and ``sys``: the wrapper
-(:mod:`.wrappers`) runs this file with ``-I -S`` (no ``site``, no virtual environment, no
-package), which takes a fifth of the CPU of importing the package. Like the real tool it reads
-the config file itself (``KEY=VALUE`` lines, ``#`` comments), independently of the daemon's
-reader (:func:`computedomain.daemon.imexconfig.parse`); a test keeps the two in agreement.
+imports nothing but ``sys`` and, to ask the daemon, ``_socket``: the wrapper (:mod:`.wrappers`)
+runs this file with ``-I -S`` (no ``site``, no virtual environment, no package), which takes a
+fifth of the CPU of importing the package, and ``_socket`` is the C module under ``socket``,
+whose Python layer (``enum``, ``selectors``, ``os``) would double what is left. Like the real
+tool it reads the config file itself (``KEY=VALUE`` lines, ``#`` comments), independently of the
+daemon's reader (:func:`computedomain.daemon.imexconfig.parse`); a test keeps the two in
+agreement.
 """
 
 from __future__ import annotations
 
-import socket
+import _socket
 import sys
 
 TIMEOUT_S = 5.0
@@ -60,14 +62,53 @@ def parse_args(argv: list[str]) -> tuple[str | None, bool]:
     return config, query
 
 
+def addresses(host: str, port: int) -> list[tuple[int, int, int, tuple[object, ...]]]:
+    """``(family, type, proto, address)`` of each way to reach ``host:port``, as
+    ``socket.getaddrinfo`` gives them. Raises OSError when ``host`` does not resolve.
+
+    An IP literal (the pod IP the config names) is answered without ``getaddrinfo``: that
+    call encodes the host with the ``idna`` codec, whose import (``re``, ``unicodedata``,
+    ``stringprep``) costs about as much as the rest of this process.
+    """
+    if 0 <= port <= 0xFFFF:
+        for family in (_socket.AF_INET, _socket.AF_INET6):
+            try:
+                _socket.inet_pton(family, host)
+            except (OSError, ValueError):
+                continue
+            return [(family, _socket.SOCK_STREAM, _socket.IPPROTO_TCP, (host, port))]
+    found = _socket.getaddrinfo(host, port, 0, _socket.SOCK_STREAM)
+    return [(family, kind, proto, address) for family, kind, proto, _, address in found]
+
+
+def connect(host: str, port: int) -> _socket.socket:
+    """A connection to ``host:port``, as ``socket.create_connection`` makes it: each of
+    :func:`addresses` in turn, raising the last failure (OSError) when none accepts."""
+    failure = OSError("getaddrinfo returns an empty list")
+    for family, kind, proto, address in addresses(host, port):
+        conn = _socket.socket(family, kind, proto)
+        try:
+            conn.settimeout(TIMEOUT_S)
+            conn.connect(address)
+        except OSError as exc:
+            conn.close()
+            failure = exc
+        else:
+            return conn
+    raise failure
+
+
 def query(host: str, port: int) -> str:
     """The daemon's answer to a readiness query. Raises OSError when it cannot be asked."""
-    with socket.create_connection((host, port), timeout=TIMEOUT_S) as conn:
+    conn = connect(host, port)
+    try:
         conn.sendall(b"QUERY\n")
-        conn.shutdown(socket.SHUT_WR)
+        conn.shutdown(_socket.SHUT_WR)
         chunks = []
         while chunk := conn.recv(4096):
             chunks.append(chunk)
+    finally:
+        conn.close()
     return b"".join(chunks).decode(errors="replace")
 
 

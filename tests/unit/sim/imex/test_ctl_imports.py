@@ -5,9 +5,11 @@ measures the effect). It reads the IMEX config as the daemon's reader does."""
 
 from __future__ import annotations
 
+import socket
 import subprocess
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -30,6 +32,56 @@ def test_the_stand_in_loads_only_the_standard_library(tmp_path: Path) -> None:
     roots = ("computedomain", "site", "asyncio", "attrs", "attr", "logging", "argparse")
     argv = ["ctl", "-c", str(tmp_path / "none"), "-q"]
     assert standalone.modules_loaded(CTL_FILE, argv, roots) == []
+
+
+def free_port() -> int:
+    """A local TCP port nothing listens on (bound, then released)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+def test_asking_a_daemon_at_its_ip_loads_no_socket_layer(tmp_path: Path) -> None:
+    # The query goes through _socket alone, and an IP literal skips getaddrinfo and its idna
+    # codec (stringprep, unicodedata): each would cost about as much as the rest of the run.
+    config = tmp_path / "imexd.cfg"
+    config.write_text(
+        f"IMEX_CMD_ENABLED=1\nIMEX_CMD_BIND_INTERFACE_IP=127.0.0.1\nIMEX_CMD_PORT={free_port()}\n"
+    )
+    roots = ("socket", "selectors", "stringprep", "unicodedata")
+    argv = ["ctl", "-c", str(config), "-q"]
+    assert standalone.modules_loaded(CTL_FILE, argv, roots) == []
+
+
+@pytest.mark.parametrize(
+    "host", ["127.0.0.1", "::1", "localhost", "10.0.0.01", "::ffff:10.0.0.1"],
+    ids=["ipv4", "ipv6", "name", "not-quite-ipv4", "mapped-ipv4"],
+)  # fmt: skip
+def test_the_addresses_tried_are_getaddrinfos(host: str) -> None:
+    found = socket.getaddrinfo(host, 50005, 0, socket.SOCK_STREAM)
+    expected = [(family, kind, proto, address[:2]) for family, kind, proto, _, address in found]
+    assert [(f, k, p, a[:2]) for f, k, p, a in ctl.addresses(host, 50005)] == expected
+
+
+def test_a_refused_connection_is_not_ready(tmp_path: Path) -> None:
+    config = tmp_path / "imexd.cfg"
+    port = free_port()
+    config.write_text(
+        f"IMEX_CMD_ENABLED=1\nIMEX_CMD_BIND_INTERFACE_IP=127.0.0.1\nIMEX_CMD_PORT={port}\n"
+    )
+    wrapper = wrappers.ensure(tmp_path / "cache") / names.IMEX_CTL_BINARY
+    result = subprocess.run(
+        [str(wrapper), "-c", str(config), "-q"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (result.returncode, result.stdout) == (
+        1,
+        f"IMEX daemon at 127.0.0.1:{port} is not ready: [Errno 111] Connection refused\n",
+    )
 
 
 def test_a_missing_config_is_reported_with_exit_1(tmp_path: Path) -> None:
