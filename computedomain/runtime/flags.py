@@ -9,6 +9,12 @@ exits with status 2 and a message naming both the flag and the variable.
 The declarations are plain data (:attr:`FlagSet.options`, :meth:`FlagSet.describe`) so the
 configuration reference can be generated from them and checked against the docs.
 
+``cd-imex-daemon check`` parses its settings here once per probe, a fresh process every second
+per daemon pod while a domain forms, so start-up is its cost: :class:`Option` is a plain frozen
+class rather than attrs (importing attrs would cost that process more than the rest of it), and
+the argparse parser, whose construction sizes the terminal and formats every option, is only
+built when there is a command line to parse, a usage error to print or help to show.
+
 Value types: :func:`string`, :func:`integer`, :func:`number`, :func:`boolean` (``true/false/1/0``,
 case-insensitive; a bare ``--flag`` means true), :func:`duration` (Go syntax ``300ms``, ``15s``,
 ``1h30m``; a bare number is seconds), :func:`string_list` (comma-separated).
@@ -19,10 +25,9 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NoReturn
-
-import attrs
 
 Parser = Callable[[str], Any]
 
@@ -88,25 +93,67 @@ def string_list(value: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in value.split(",") if part.strip())
 
 
-@attrs.frozen
 class Option:
-    """One setting: ``--flag`` on the command line or ``ENV`` in the environment."""
+    """One setting: ``--flag`` on the command line or ``ENV`` in the environment.
+
+    Immutable, equal and hashed by value (what ``attrs.frozen`` gave it; see the module docstring
+    for why it is hand-written). Raises ValueError for a malformed flag or variable name.
+    """
+
+    __slots__ = ("default", "env", "flag", "help", "metavar", "required", "type")
+    _FIELDS = ("flag", "env", "type", "default", "required", "help", "metavar")
 
     flag: str
     env: str
-    type: Parser = string
-    default: Any = None
-    required: bool = False
-    help: str = ""
-    metavar: str | None = None
+    type: Parser
+    default: Any
+    required: bool
+    help: str
+    metavar: str | None
 
-    def __attrs_post_init__(self) -> None:
-        if not self.flag.startswith("--"):
-            msg = f"flag {self.flag!r} must start with --"
+    def __init__(
+        self,
+        flag: str,
+        env: str,
+        type: Parser = string,
+        *,
+        default: Any = None,
+        required: bool = False,
+        help: str = "",
+        metavar: str | None = None,
+    ) -> None:
+        if not flag.startswith("--"):
+            msg = f"flag {flag!r} must start with --"
             raise ValueError(msg)
-        if not self.env or not self.env.replace("_", "").isalnum() or not self.env.isupper():
-            msg = f"environment variable {self.env!r} for {self.flag} must be UPPER_SNAKE_CASE"
+        if not env or not env.replace("_", "").isalnum() or not env.isupper():
+            msg = f"environment variable {env!r} for {flag} must be UPPER_SNAKE_CASE"
             raise ValueError(msg)
+        values = (flag, env, type, default, required, help, metavar)
+        for name, value in zip(self._FIELDS, values, strict=True):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: object) -> NoReturn:
+        msg = f"Option is immutable: cannot set {name!r}"
+        raise AttributeError(msg)
+
+    def __delattr__(self, name: str) -> NoReturn:
+        msg = f"Option is immutable: cannot delete {name!r}"
+        raise AttributeError(msg)
+
+    def _values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in self._FIELDS)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Option) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._FIELDS)
+        return f"Option({fields})"
 
     @property
     def dest(self) -> str:
@@ -140,30 +187,41 @@ class FlagSet:
                     msg = f"{prog}: {name!r} is declared twice"
                     raise ValueError(msg)
                 seen.add(name)
-        self._parser = argparse.ArgumentParser(prog=prog, description=description)
+        self._description = description
+        self._parser: argparse.ArgumentParser | None = None
+
+    def _argparser(self) -> argparse.ArgumentParser:
+        """The argparse parser, built on first use (see the module docstring)."""
+        if self._parser is not None:
+            return self._parser
+        parser = argparse.ArgumentParser(prog=self.prog, description=self._description)
         for option in self.options:
             metavar = option.metavar or option.dest.upper()
             if option.type is boolean:  # Go style: a bare --flag means true
-                self._parser.add_argument(
+                parser.add_argument(
                     option.flag, dest=option.dest, default=None, metavar="BOOL",
                     nargs="?", const="true", help=self._help(option),
                 )  # fmt: skip
             else:
-                self._parser.add_argument(
+                parser.add_argument(
                     option.flag, dest=option.dest, default=None, metavar=metavar,
                     help=self._help(option),
                 )  # fmt: skip
+        self._parser = parser
+        return parser
 
     def parse(
         self, argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
     ) -> argparse.Namespace:
         """Resolve every option (flag > env > default). Exits with status 2 on bad input."""
         environ = os.environ if env is None else env
-        raw = self._parser.parse_args(argv)
+        args = sys.argv[1:] if argv is None else list(argv)
+        # Without arguments argparse would give every option None: skip building it.
+        raw = self._argparser().parse_args(args) if args else None
         result = argparse.Namespace()
         missing: list[str] = []
         for option in self.options:
-            given: str | None = getattr(raw, option.dest)
+            given: str | None = None if raw is None else getattr(raw, option.dest)
             source = f"flag {option.flag}"
             if given is None and _env_counts(option, environ.get(option.env)):
                 given, source = environ[option.env], f"environment variable {option.env}"
@@ -182,7 +240,7 @@ class FlagSet:
 
     def fail(self, message: str) -> NoReturn:
         """Print usage and ``message`` to stderr and exit with status 2."""
-        self._parser.error(message)
+        self._argparser().error(message)
 
     def describe(self) -> list[dict[str, Any]]:
         """One row per option: flag, env, type, default, required, help (for generated docs)."""

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from computedomain.runtime import flags as f
@@ -130,3 +133,29 @@ def test_help_mentions_env_and_default(capsys: pytest.CaptureFixture[str]) -> No
     assert "[env KUBE_API_QPS]" in out
     assert "(default 5.0)" in out
     assert "(required)" in out
+
+
+def test_an_option_is_an_immutable_value() -> None:
+    option = f.Option("--pod-name", "POD_NAME", default="x")
+    assert option == f.Option("--pod-name", "POD_NAME", default="x")
+    assert option != f.Option("--pod-name", "POD_NAME", default="y")
+    assert option != ("--pod-name", "POD_NAME")
+    assert len({option, f.Option("--pod-name", "POD_NAME", default="x")}) == 1
+    assert repr(option).startswith("Option(flag='--pod-name', env='POD_NAME', type=<function ")
+    with pytest.raises(AttributeError, match="immutable"):
+        setattr(option, "flag", "--node-name")  # noqa: B010
+    assert option.flag == "--pod-name"
+
+
+def test_the_flags_load_without_attrs() -> None:
+    # cd-imex-daemon check declares and parses its settings here in every probe, once a second
+    # per daemon pod; importing attrs would cost it more than the rest of its start-up.
+    code = (
+        "import sys\n"
+        "import computedomain.runtime.flags\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('attr', 'attrs')))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert result.stdout.strip() == "[]"
