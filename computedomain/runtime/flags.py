@@ -143,6 +143,13 @@ class Option:
     def _values(self) -> tuple[Any, ...]:
         return tuple(getattr(self, name) for name in self._FIELDS)
 
+    def __getstate__(self) -> tuple[Any, ...]:  # copy and pickle, as with attrs
+        return self._values()
+
+    def __setstate__(self, state: tuple[Any, ...]) -> None:
+        for name, value in zip(self._FIELDS, state, strict=True):
+            object.__setattr__(self, name, value)
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Option) or other.__class__ is not self.__class__:
             return NotImplemented

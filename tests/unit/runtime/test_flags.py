@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import pickle
 import subprocess
 import sys
 
@@ -145,6 +147,8 @@ def test_an_option_is_an_immutable_value() -> None:
     with pytest.raises(AttributeError, match="immutable"):
         setattr(option, "flag", "--node-name")  # noqa: B010
     assert option.flag == "--pod-name"
+    assert copy.copy(option) == copy.deepcopy(option) == option
+    assert pickle.loads(pickle.dumps(option)) == option
 
 
 def test_the_flags_load_without_attrs() -> None:
