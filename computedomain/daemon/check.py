@@ -3,12 +3,12 @@
 Succeeds when the clique ID is empty (no-op mode) or when ``nvidia-imex-ctl -c <cfg> -q``
 exits 0 and prints exactly ``READY``. It asks only the local IMEX daemon. Upstream's messages
 are kept, since people grep pod events and logs for them. Called by ``main``; runs the ctl
-tool as a real process.
+tool as a real process. ``subprocess`` is imported only then: the no-op probe of a node
+without fabric (every second while a domain forms) has no use for it.
 """
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 from typing import TextIO
@@ -26,6 +26,8 @@ def check(clique_id: str, ctl_binary: str, config_path: Path, *, out: TextIO = s
     if not clique_id:
         print(NOOP_MESSAGE, file=out)
         return
+    import subprocess  # noqa: PLC0415 -- see the module docstring
+
     try:
         result = subprocess.run(
             [ctl_binary, "-c", str(config_path), "-q"],

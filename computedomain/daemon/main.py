@@ -1,20 +1,25 @@
 """Entry point of ``cd-imex-daemon`` (console script): ``[flags] run|check`` (or ``--version``).
 
-Only wiring: parse flags and environment into a :class:`~computedomain.daemon.config.DaemonConfig`,
-set up logging, then hand over to :mod:`~computedomain.daemon.check` or
-:mod:`~computedomain.daemon.runner`. Exit codes (daemon.md §1): an error before the parts
-start prints ``Error: <message>`` and gives 1; SIGTERM gives 0; a part that fails after the
-start gives 1 (upstream gives 0 there, H11; no one relies on it).
+Only wiring: parse flags and environment with :data:`~computedomain.daemon.options.OPTIONS`,
+then hand over to :mod:`~computedomain.daemon.check` or, through a
+:class:`~computedomain.daemon.config.DaemonConfig` and logging, to
+:mod:`~computedomain.daemon.runner`. ``check`` is the pods' exec probe, a fresh process every
+second per daemon while a domain forms, so what only ``run`` needs (the attrs config, logging,
+asyncio, the API client) is imported on the ``run`` branch alone. Exit codes (daemon.md §1):
+an error before the parts start prints ``Error: <message>`` and gives 1; SIGTERM gives 0; a
+part that fails after the start gives 1 (upstream gives 0 there, H11; no one relies on it).
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import computedomain
 from computedomain.api.errors import ConfigError
-from computedomain.daemon import check, config
+from computedomain.daemon import check, options
 from computedomain.runtime.flags import FlagSet
 
 PROG = "cd-imex-daemon"
@@ -47,7 +52,7 @@ def split_command(argv: Sequence[str]) -> tuple[str | None, list[str]]:
 
 
 def flagset() -> FlagSet:
-    return FlagSet(PROG, config.OPTIONS, description="ComputeDomain IMEX daemon: run | check")
+    return FlagSet(PROG, options.OPTIONS, description="ComputeDomain IMEX daemon: run | check")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -61,27 +66,40 @@ def main(argv: Sequence[str] | None = None) -> int:
     ns = flags.parse(rest)
     if command is None:
         flags.fail(f"a sub-command is required: {' | '.join(COMMANDS)}")
+    if command == "check":
+        return probe(ns)
+    return run(ns)
+
+
+def probe(ns: argparse.Namespace) -> int:
+    """``check``: the settings are validated as for ``run``, then the probe asks once.
+
+    No logging set-up and no :class:`~computedomain.daemon.config.DaemonConfig`: check only
+    prints (upstream's check logs nothing but the ctl output), and it runs every second.
+    """
+    try:
+        options.validate(ns)
+        check.check(ns.cliqueid, ns.imex_ctl_binary, options.config_path(Path(ns.imexd_dir)))
+    except (ConfigError, check.CheckFailed) as exc:
+        print(f"Error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def run(ns: argparse.Namespace) -> int:
+    """``run``: resolve the config, set up logging, and supervise the daemon's parts."""
+    # Imported here, not at the top: see the module docstring.
+    from computedomain.daemon import config  # noqa: PLC0415
+
     try:
         settings = config.load(ns)
     except ConfigError as exc:
         print(f"Error: {exc}", file=sys.stderr)
         return 1
-    if command == "check":
-        # No logging set-up: check only prints (upstream's check logs nothing but the ctl
-        # output), and the probe runs every second while a domain forms.
-        try:
-            check.check(settings.clique_id, settings.imex_ctl_binary, settings.config_path)
-        except check.CheckFailed as exc:
-            print(f"Error: {exc}", file=sys.stderr)
-            return 1
-        return 0
-    # Imported here: the probe above runs every second during startup and must not pay for
-    # loading logging, asyncio and the API client.
     from computedomain.daemon import runner  # noqa: PLC0415
     from computedomain.runtime import logs, supervisor  # noqa: PLC0415
 
     logs.setup(min(max(settings.verbosity, 0), 10), "compute-domain-daemon")
-
     return supervisor.run(lambda: runner.main(settings))
 
 

@@ -1,6 +1,7 @@
 """``cd-imex-daemon check`` runs as a fresh process for every probe of every daemon pod (once a
 second while a domain forms), so what it loads is its cost: not logging, asyncio or the API
-client, which only ``run`` needs (bench/e2e.py measures the effect)."""
+client, which only ``run`` needs, nor the attrs config, nor (for the no-op probe) subprocess,
+nor argparse's parser when no flag is given (bench/e2e.py measures the effect)."""
 
 from __future__ import annotations
 
@@ -9,26 +10,73 @@ import os
 import subprocess
 import sys
 
+import pytest
+
+from computedomain.daemon import check
+
 HEAVY = ("asyncio", "logging", "kubernetes", "aiohttp", "grpc", "computedomain.kube")
+# What the probe may load of the package. attrs still comes with computedomain.api.featuregates.
+PROBE_MODULES = [
+    "computedomain",
+    "computedomain.api",
+    "computedomain.api.errors",
+    "computedomain.api.featuregates",
+    "computedomain.api.names",
+    "computedomain.api.validation",
+    "computedomain.daemon",
+    "computedomain.daemon.check",
+    "computedomain.daemon.main",
+    "computedomain.daemon.options",
+    "computedomain.runtime",
+    "computedomain.runtime.flags",
+]
 
 
-def test_the_check_path_loads_no_heavy_module() -> None:
+def loaded_by_check(argv: list[str], env: dict[str, str]) -> tuple[str, int, dict[str, list[str]]]:
+    """Run ``main(argv)`` in a fresh interpreter; its stdout's first line, its exit code and
+    what it loaded: ``heavy`` (HEAVY prefixes), ``package`` (computedomain modules), ``other``
+    (subprocess, and shutil, which argparse loads to build a parser)."""
     code = (
         "import json, sys\n"
         "from computedomain.daemon import main\n"
-        "code = main.main(['-v', '0', 'check'])\n"
-        f"heavy = sorted(m for m in sys.modules if m.startswith({HEAVY!r}))\n"
-        "print(json.dumps([code, heavy]))"
+        f"code = main.main({argv!r})\n"
+        "loaded = sorted(sys.modules)\n"
+        f"heavy = [m for m in loaded if m.startswith({HEAVY!r})]\n"
+        "package = [m for m in loaded if m.split('.')[0] == 'computedomain']\n"
+        "other = [m for m in loaded if m in ('subprocess', 'shutil')]\n"
+        "print(json.dumps([code, {'heavy': heavy, 'package': package, 'other': other}]))"
     )
-    env = {k: v for k, v in os.environ.items() if k != "CLIQUE_ID"}
     result = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,
         text=True,
         timeout=60,
         check=True,
-        env=env,
+        env={**{k: v for k, v in os.environ.items() if k != "CLIQUE_ID"}, **env},
     )
     lines = result.stdout.splitlines()
-    assert lines[0] == "check succeeded (noop, clique ID is empty)"
-    assert json.loads(lines[-1]) == [0, []]
+    code, loaded = json.loads(lines[-1])
+    return lines[0], code, loaded
+
+
+def test_the_no_op_probe_loads_no_heavy_module() -> None:
+    # A flag on the command line: the parser is built (and loads shutil).
+    first, code, loaded = loaded_by_check(["-v", "0", "check"], {})
+    assert (first, code) == (check.NOOP_MESSAGE, 0)
+    assert loaded == {"heavy": [], "package": PROBE_MODULES, "other": ["shutil"]}
+
+
+def test_without_flags_the_probe_builds_no_parser() -> None:
+    first, code, loaded = loaded_by_check(["check"], {"CLIQUE_ID": ""})
+    assert (first, code) == (check.NOOP_MESSAGE, 0)
+    assert loaded == {"heavy": [], "package": PROBE_MODULES, "other": []}
+
+
+@pytest.mark.parametrize("argv", [["check"], ["--imexd-dir", "/nonexistent", "check"]])
+def test_a_failing_probe_loads_subprocess_and_nothing_heavy(argv: list[str]) -> None:
+    env = {"CLIQUE_ID": "0e5f3b36-7c21-4a53-9b8e-6a2f1c0d4e55.1", "IMEX_CTL_BINARY": "/bin/false"}
+    _, code, loaded = loaded_by_check(argv, env)
+    assert code == 1
+    assert loaded["heavy"] == []
+    assert loaded["package"] == PROBE_MODULES
+    assert "subprocess" in loaded["other"]

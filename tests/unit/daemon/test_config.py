@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from computedomain.api.errors import ConfigError
-from computedomain.daemon import config, main, modes
+from computedomain.daemon import config, main, modes, options
 from computedomain.policies import builtins
 
 CLIQUE = "2df84740-d3cb-b5ce-4e7e-98352b5a71b5.1"
@@ -58,8 +58,8 @@ def test_flags_before_or_after_the_command_beat_the_environment(tmp_path: Path) 
 
 
 def test_the_default_policy_names_are_the_builtins() -> None:
-    assert config.DEFAULT_INDEX_POLICY == builtins.LOWEST_FREE
-    assert config.DEFAULT_DNS_NAME_POLICY == builtins.UPSTREAM_DNS
+    assert options.DEFAULT_INDEX_POLICY == builtins.LOWEST_FREE
+    assert options.DEFAULT_DNS_NAME_POLICY == builtins.UPSTREAM_DNS
 
 
 def test_split_command_keeps_flag_values_that_look_like_commands() -> None:
@@ -112,3 +112,24 @@ def test_the_gates_pick_one_of_three_modes(gates: str, mode: modes.Mode) -> None
 def test_cliques_without_dns_names_are_rejected() -> None:
     with pytest.raises(ConfigError, match="feature gate validation failed"):
         load(["run"], {**ENV, "FEATURE_GATES": "IMEXDaemonsWithDNSNames=false"})
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ({"CLIQUE_ID": "../x"}, "CLIQUE_ID: '../x' is not a clique ID"),
+        ({"IMEX_RELOAD_INTERVAL": "-1s"}, "IMEX_RELOAD_INTERVAL: must not be negative"),
+        ({"FEATURE_GATES": "IMEXDaemonsWithDNSNames=false"}, "FEATURE_GATES: feature gate"),
+    ],
+    ids=["clique-id", "interval", "gates"],
+)
+def test_check_refuses_what_run_refuses_before_asking(
+    override: dict[str, str],
+    message: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for name, value in {**ENV, **override, "IMEX_CTL_BINARY": "/nonexistent/ctl"}.items():
+        monkeypatch.setenv(name, value)
+    assert main.main(["check"]) == 1
+    assert capsys.readouterr().err.startswith(f"Error: {message}")
