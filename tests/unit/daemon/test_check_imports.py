@@ -1,7 +1,8 @@
 """``cd-imex-daemon check`` runs as a fresh process for every probe of every daemon pod (once a
 second while a domain forms), so what it loads is its cost: not logging, asyncio or the API
-client, which only ``run`` needs, nor the attrs config, nor (for the no-op probe) subprocess,
-nor argparse's parser when no flag is given (bench/e2e.py measures the effect)."""
+client, which only ``run`` needs, nor attrs (the config, the feature gates), nor (for the no-op
+probe) subprocess, nor argparse's parser when no flag is given (bench/e2e.py measures the
+effect)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,10 @@ import pytest
 
 from computedomain.daemon import check
 
-HEAVY = ("asyncio", "logging", "kubernetes", "aiohttp", "grpc", "computedomain.kube")
-# What the probe may load of the package. attrs still comes with computedomain.api.featuregates.
+HEAVY = (
+    "asyncio", "logging", "kubernetes", "aiohttp", "grpc", "computedomain.kube", "attr", "cattrs"
+)  # fmt: skip
+# What the probe may load of the package.
 PROBE_MODULES = [
     "computedomain",
     "computedomain.api",
