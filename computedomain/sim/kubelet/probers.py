@@ -2,7 +2,8 @@
 
 Called by :mod:`.containers` on each probe period. Effectful; each call is bounded by the
 probe's timeout and returns ``(success, message)`` instead of raising, as the kubelet records
-probe failures rather than failing.
+probe failures rather than failing. Exec probes run below the containers' CPU priority
+(:mod:`.priority` says why).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import grpc
 import grpc.aio
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from . import isolation
+from . import isolation, priority
 from .expansion import expand, static_variables
 from .launch import Isolation
 from .probes import ProbeSpec
@@ -78,13 +79,14 @@ async def _exec(handler: Mapping[str, Any], limit: float, target: ProbeTarget) -
         return False, "exec probe without a command"
     argv[0] = target.commands.get(argv[0], argv[0])
     process = await asyncio.create_subprocess_exec(
-        *isolation.exec_argv(target.isolation, target.pid, argv),
+        *priority.niced(isolation.exec_argv(target.isolation, target.pid, argv)),
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
         env=target.env,
         start_new_session=True,
     )
+    priority.lower_session(process.pid)
     try:
         async with asyncio.timeout(limit):
             output, _ = await process.communicate()

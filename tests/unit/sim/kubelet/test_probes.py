@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from computedomain.sim.kubelet import probers
+from computedomain.sim.kubelet import priority, probers
 from computedomain.sim.kubelet.launch import Isolation
 from computedomain.sim.kubelet.probes import ProbeKind, ProbeResult, ProbeSpec, ProbeState
 
@@ -101,3 +101,23 @@ async def test_exec_probe_commands_are_expanded_with_the_static_env() -> None:
         commands={},
     )
     assert await probers.run_probe(probe, target) == (True, "-v 4 [] $(NONE)")
+
+
+async def test_exec_probes_run_below_the_containers_priority() -> None:
+    """A probe shares the machine with every simulated node's containers; it gets what they
+    leave (computedomain.sim.kubelet.priority)."""
+    container = {
+        "name": "daemon",
+        "startupProbe": {"exec": {"command": ["sh", "-c", "echo $(( $(nice) - $BASE ))"]}},
+    }
+    probe = ProbeSpec.from_container(container, ProbeKind.STARTUP)
+    assert probe is not None
+    target = probers.ProbeTarget(
+        container=container,
+        pod_ip="127.9.0.1",
+        pid=os.getpid(),
+        env={"PATH": os.environ["PATH"], "BASE": str(os.nice(0))},
+        isolation_mode=Isolation.PATHMAP,
+        commands={},
+    )
+    assert await probers.run_probe(probe, target) == (True, str(priority.PROBE_NICE))
