@@ -88,16 +88,19 @@ def probe(ns: argparse.Namespace) -> int:
 
 def run(ns: argparse.Namespace) -> int:
     """``run``: resolve the config, set up logging, and supervise the daemon's parts."""
-    # Imported here, not at the top: see the module docstring.
-    from computedomain.daemon import config  # noqa: PLC0415
+    # Imported here, not at the top (see the module docstring), without the garbage collector.
+    from computedomain.runtime import gcstartup  # noqa: PLC0415
 
-    try:
-        settings = config.load(ns)
-    except ConfigError as exc:
-        print(f"Error: {exc}", file=sys.stderr)
-        return 1
-    from computedomain.daemon import runner  # noqa: PLC0415
-    from computedomain.runtime import logs, supervisor  # noqa: PLC0415
+    with gcstartup.paused():
+        from computedomain.daemon import config  # noqa: PLC0415
+
+        try:
+            settings = config.load(ns)
+        except ConfigError as exc:
+            print(f"Error: {exc}", file=sys.stderr)
+            return 1
+        from computedomain.daemon import runner  # noqa: PLC0415
+        from computedomain.runtime import logs, supervisor  # noqa: PLC0415
 
     logs.setup(min(max(settings.verbosity, 0), 10), "compute-domain-daemon")
     return supervisor.run(lambda: runner.main(settings))
