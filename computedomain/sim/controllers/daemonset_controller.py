@@ -4,18 +4,14 @@ applies it (create and delete pods, write the status).
 Started by :mod:`computedomain.sim.cluster`. Event-driven: a DaemonSet is synced when it
 changes, when any node changes (labels, taints, readiness: not its heartbeats), and when one
 of its pods changes.
-Pods are created with the controller's name suffixes; :mod:`.expectations` keeps a second sync
-from creating a pod the watch has not reported yet. As in the real controller, the creates of
-one sync go in slow-start batches of 1, 2, 4, ... pods, each batch at once: when a domain's
-nodes are labelled together, its daemon pods no longer wait for each other's round trips (36
-nodes under load: one create about every half second), and an API that refuses every create
-still sees only one request per sync. Deletes carry the pod's UID as precondition, so a
-replacement pod of the same name is never deleted by mistake.
+Pods are created with the controller's name suffixes, in slow-start batches
+(:mod:`.slowstart`); :mod:`.expectations` keeps a second sync from creating a pod the watch has
+not reported yet. Deletes carry the pod's UID as precondition, so a replacement pod of the same
+name is never deleted by mistake.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -29,7 +25,7 @@ from computedomain.kube.workqueue import RateLimitingQueue
 from computedomain.runtime.clock import REAL_CLOCK, Clock
 from computedomain.sim.scheduler import placement
 
-from . import daemonset, names
+from . import daemonset, names, slowstart
 from .expectations import Expectations
 from .running import run_controller
 
@@ -167,21 +163,6 @@ class DaemonSetController:
         """Run until cancelled."""
         await run_controller((self.daemonsets, self.nodes, self.pods), self.queue, self.sync)
 
-    async def _create_pods(self, ds: Obj, pods: Sequence[dict[str, Any]], namespace: str) -> None:
-        """Create ``pods`` in slow-start batches (module doc); the first failure of a batch is
-        raised once that batch is done, and the pods after it wait for the retry."""
-        size, start = 1, 0
-        while start < len(pods):
-            batch = pods[start : start + size]
-            outcomes = await asyncio.gather(
-                *(self._create_pod(ds, pod, namespace) for pod in batch), return_exceptions=True
-            )
-            for outcome in outcomes:
-                if isinstance(outcome, BaseException):
-                    raise outcome
-            start += size
-            size *= 2
-
     async def _create_pod(self, ds: Obj, pod: dict[str, Any], namespace: str) -> None:
         try:
             created = await self.api.create(PODS, pod, namespace)
@@ -209,7 +190,9 @@ class DaemonSetController:
         nodes = candidate_nodes(ds, self._nodes_to_consider(ds, pods), pods)
         plan = daemonset.plan(ds, nodes, pods, PodNames(f"{ds['metadata']['name']}-"))
         namespace = str(ds["metadata"]["namespace"])
-        await self._create_pods(ds, [c.pod for c in plan.creates], namespace)
+        await slowstart.create_all(
+            [c.pod for c in plan.creates], lambda pod: self._create_pod(ds, pod, namespace)
+        )
         for delete in plan.deletes:
             self.expectations.deleted(f"{delete.namespace}/{delete.name}")
             try:

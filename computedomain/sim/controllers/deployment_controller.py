@@ -1,11 +1,13 @@
 """The simulated Deployment controller: keeps :func:`.deployment.plan`'s replicas running.
 
 Started by :mod:`computedomain.sim.cluster` (it runs the controller Deployment of
-``deployments/``). Event-driven on Deployments and their pods; expectations as in
-:mod:`.daemonset_controller`.
+``deployments/``). Event-driven on Deployments and their pods; expectations and slow-start
+creates (:mod:`.slowstart`) as in :mod:`.daemonset_controller`.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from computedomain.kube import errors
 from computedomain.kube.events import EventRecorder
@@ -16,7 +18,7 @@ from computedomain.kube.store import index_by_owner_uid
 from computedomain.kube.workqueue import RateLimitingQueue
 from computedomain.runtime.clock import REAL_CLOCK, Clock
 
-from . import deployment, names
+from . import deployment, names, slowstart
 from .daemonset_controller import owner_key
 from .expectations import Expectations
 from .running import run_controller
@@ -49,6 +51,13 @@ class DeploymentController:
         """Run until cancelled."""
         await run_controller((self.deployments, self.pods), self.queue, self.sync)
 
+    async def _create_pod(self, pod: dict[str, Any], namespace: str) -> None:
+        try:
+            created = await self.api.create(PODS, pod, namespace)
+        except errors.AlreadyExists:
+            return  # a name collision: the next sync picks another suffix
+        self.expectations.created(created)
+
     async def sync(self, key: str) -> None:
         """Reconcile one Deployment. Raises API errors (the queue retries)."""
         dep = self.deployments.store.get(key)
@@ -67,12 +76,9 @@ class DeploymentController:
         wanted = int((dep.get("spec") or {}).get("replicas", 1))
         plan = deployment.plan(dep, pods, [names.random_suffix() for _ in range(wanted)])
         namespace = str(dep["metadata"]["namespace"])
-        for create in plan.creates:
-            try:
-                created = await self.api.create(PODS, create.pod, namespace)
-            except errors.AlreadyExists:
-                continue
-            self.expectations.created(created)
+        await slowstart.create_all(
+            [c.pod for c in plan.creates], lambda pod: self._create_pod(pod, namespace)
+        )
         for delete in plan.deletes:
             self.expectations.deleted(f"{delete.namespace or namespace}/{delete.name}")
             try:
