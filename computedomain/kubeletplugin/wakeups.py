@@ -76,7 +76,11 @@ class Wakeups:
             return False
         waiters = [asyncio.ensure_future(e.wait()) for e in events]
         try:
-            done, _ = await asyncio.wait(waiters, timeout=max(0.0, seconds))
+            # The first key rung ends the wait (asyncio.wait's default waits for all of them:
+            # a claim woken for its node then slept out the rest of its backoff, up to 3 s).
+            done, _ = await asyncio.wait(
+                waiters, timeout=max(0.0, seconds), return_when=asyncio.FIRST_COMPLETED
+            )
         finally:
             for waiter in waiters:
                 waiter.cancel()

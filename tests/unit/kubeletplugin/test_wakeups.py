@@ -126,3 +126,15 @@ async def test_a_waiter_wakes_on_its_node_key_and_not_on_a_peers() -> None:
     assert not waiter.done()
     wakeups.notify(domain_node_key(UID, "n0"))
     assert await waiter is True
+
+
+async def test_the_first_of_several_keys_ends_the_wait() -> None:
+    """A waiting channel claim listens for its node and for its whole domain; either ends the
+    wait (not both: the node's daemon turning Ready must not wait for a domain-wide change)."""
+    wakeups = Wakeups()
+    node = domain_node_key(UID, "n1")
+    waiting = asyncio.ensure_future(wakeups.wait([domain_key(UID), node], 600.0))
+    await asyncio.sleep(0)  # let it register
+    wakeups.notify(node)
+    async with asyncio.timeout(10):  # a deadline far inside the 600 s wait
+        assert await waiting is True
