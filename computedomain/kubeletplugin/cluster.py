@@ -3,7 +3,12 @@
 Four informers, all started (and synced) before the plugin registers with the kubelet:
 
 - ComputeDomains in every namespace, indexed by UID (channel claims name their domain by UID);
-- ComputeDomainCliques in the driver namespace (readiness of this node's daemon);
+- ComputeDomainCliques of this node's clique in the driver namespace (readiness of this node's
+  daemon), selected by their ``resource.nvidia.com/computeDomain.cliqueID`` label, which every
+  daemon (ours and upstream's) sets when it creates one: a node needs only its own rack's
+  clique, and watching every clique made each of the cluster's plugins decode every daemon's
+  every write (a quadratic watch load: 64 racks, 64 times the events). A node without a clique
+  ID watches them all (it reads none of them);
 - daemon pods on this node in the driver namespace (to say what a waiting workload waits for);
 - this Node (the one-domain-per-node label, read before every compare-and-swap).
 
@@ -134,7 +139,9 @@ def wake_handlers(wakeups: Wakeups) -> WakeHandlers:
 class InformerCluster:
     """ClusterView from informer stores, plus the informers themselves (run them)."""
 
-    def __init__(self, api: Api, *, node_name: str, namespace: str, wakeups: Wakeups) -> None:
+    def __init__(
+        self, api: Api, *, node_name: str, namespace: str, clique_id: str, wakeups: Wakeups
+    ) -> None:
         self.node_name = node_name
         self.namespace = namespace
         self.wakeups = wakeups
@@ -146,7 +153,11 @@ class InformerCluster:
             name="computedomains",
         )
         self.cliques = Informer(
-            api, resources.COMPUTE_DOMAIN_CLIQUES, namespace=namespace, name="cliques"
+            api,
+            resources.COMPUTE_DOMAIN_CLIQUES,
+            namespace=namespace,
+            label_selector=f"{names.CLIQUE_LABEL}={clique_id}" if clique_id else None,
+            name="cliques",
         )
         self.pods = Informer(
             api,

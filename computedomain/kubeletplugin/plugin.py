@@ -103,7 +103,11 @@ class KubeletPlugin:
         strategy_for = strategies.resolve(policies.channels, config.channel_strategy_map)
 
         cluster = InformerCluster(
-            self.api, node_name=config.node_name, namespace=config.namespace, wakeups=self.wakeups
+            self.api,
+            node_name=config.node_name,
+            namespace=config.namespace,
+            clique_id=node.clique_id,
+            wakeups=self.wakeups,
         )
         node_cache = MutationCache(cluster.node.store)
         cluster.node.add_handler(node_cache)
