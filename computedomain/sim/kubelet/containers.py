@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import math
 import signal
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -37,6 +38,13 @@ _log = logs.get_logger(__name__)
 def rfc3339(epoch: float) -> str:
     """A Kubernetes timestamp (RFC 3339, seconds, UTC). Pure."""
     return datetime.datetime.fromtimestamp(epoch, tz=datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _next_tick(elapsed: float, initial_delay: float, period: float) -> float:
+    """The first tick (a multiple of ``period`` after the container's start) at or after both
+    ``elapsed`` and ``initial_delay`` seconds. Pure."""
+    earliest = max(elapsed, initial_delay)
+    return math.ceil(earliest / period) * period if period > 0 else earliest
 
 
 def probe_failed_message(kind: ProbeKind, output: str) -> str:
@@ -198,25 +206,41 @@ class ContainerRunner:
     async def _probe_loop(
         self, specs: Mapping[ProbeKind, ProbeSpec | None], target: probers.ProbeTarget
     ) -> None:
+        """The kubelet's schedule: every probe ticks on its period from the container's start
+        and skips its ticks until ``initialDelaySeconds`` have passed; liveness and readiness
+        also skip theirs until the startup probe has passed. Then readiness runs at once (the
+        kubelet triggers it for a running container that is not ready) and liveness waits for
+        its next tick (a daemon's liveness probe, every 60 s, did not run the moment its startup
+        probe passed: that was a probe process per daemon of a forming domain, all at once)."""
+        started = self.clock.monotonic()
         startup = specs[ProbeKind.STARTUP]
         if startup is not None and not await self._run_until(startup, target, ProbeResult.SUCCESS):
             return
         if startup is not None:
             self._set(started=True, ready=specs[ProbeKind.READINESS] is None)
-        loops = [
-            self._run_until(s, target, None)
-            for kind in (ProbeKind.LIVENESS, ProbeKind.READINESS)
-            if (s := specs[kind]) is not None
-        ]
+        elapsed = self.clock.monotonic() - started
+        loops = []
+        if (liveness := specs[ProbeKind.LIVENESS]) is not None:
+            first = _next_tick(elapsed, liveness.initial_delay, liveness.period)
+            loops.append(self._run_until(liveness, target, None, delay=first - elapsed))
+        if (readiness := specs[ProbeKind.READINESS]) is not None:
+            delay = max(0.0, readiness.initial_delay - elapsed)
+            loops.append(self._run_until(readiness, target, None, delay=delay))
         if loops:
             await asyncio.gather(*loops)
 
     async def _run_until(
-        self, spec: ProbeSpec, target: probers.ProbeTarget, until: ProbeResult | None
+        self,
+        spec: ProbeSpec,
+        target: probers.ProbeTarget,
+        until: ProbeResult | None,
+        *,
+        delay: float | None = None,
     ) -> bool:
-        """Probe on schedule. Returns True once the result is ``until``; on a failed startup or
-        liveness probe kills the container (the run loop restarts it) and returns False."""
-        await self.clock.sleep(spec.initial_delay)
+        """Probe on schedule, the first time after ``delay`` (default: the initial delay).
+        Returns True once the result is ``until``; on a failed startup or liveness probe kills
+        the container (the run loop restarts it) and returns False."""
+        await self.clock.sleep(spec.initial_delay if delay is None else delay)
         while True:
             success, message = await probers.run_probe(spec, target)
             if not success:

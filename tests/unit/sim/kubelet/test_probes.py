@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from computedomain.sim.kubelet import priority, probers
+from computedomain.sim.kubelet import containers, priority, probers
 from computedomain.sim.kubelet.launch import Isolation
 from computedomain.sim.kubelet.probes import ProbeKind, ProbeResult, ProbeSpec, ProbeState
 
@@ -121,3 +121,21 @@ async def test_exec_probes_run_below_the_containers_priority() -> None:
         commands={},
     )
     assert await probers.run_probe(probe, target) == (True, str(priority.PROBE_NICE))
+
+
+@pytest.mark.parametrize(
+    ("elapsed", "initial_delay", "period", "first"),
+    [
+        (0.0, 0.0, 10.0, 0.0),  # no startup probe, no delay: at once, as the kubelet's worker
+        (7.3, 0.0, 60.0, 60.0),  # startup passed at 7.3 s: the next tick of a 60 s period
+        (7.3, 0.0, 1.0, 8.0),
+        (0.0, 5.0, 10.0, 10.0),  # the first tick after the initial delay
+        (12.0, 25.0, 10.0, 30.0),
+        (20.0, 0.0, 10.0, 20.0),  # on a tick: that tick
+    ],
+    ids=["immediate", "after-startup", "short-period", "initial-delay", "both", "on-tick"],
+)
+def test_a_probe_first_runs_on_its_next_tick(
+    elapsed: float, initial_delay: float, period: float, first: float
+) -> None:
+    assert containers._next_tick(elapsed, initial_delay, period) == first
