@@ -1,15 +1,18 @@
-"""The CPU priority of exec probes: below the containers they check.
+"""The CPU priority of startup probes: below everything else on the machine.
 
 Called by :mod:`.probers` for every exec probe. Every simulated node shares this machine's few
-cores, where each real node has its own, and exec probes are the one load that grows with both
-the number of nodes and the time they take to come up: each daemon pod runs its startup probe
-(a fresh ``cd-imex-daemon check`` process) every second until its daemon is ready. At the
-containers' priority the probes of a forming 2x18 domain took a third of the machine and slowed
-the very daemons they were waiting for (``bench/e2e.py --sizes 2x18``: 26-27 s to Ready with
-13.6-16.3 CPU-s of probes; at nice 10, 22.2-22.8 s with 11.0). So an exec probe runs at nice
-:data:`PROBE_NICE`: it uses the CPU the containers leave, and on a machine with CPU to spare it
-runs as before. Its timeout still applies, so a probe starved that long fails, as a real
-kubelet's would on a saturated node.
+cores, where each real node has its own, and startup probes are the one load that grows with
+both the number of nodes and the time they take to come up: each daemon pod runs its startup
+probe (a fresh ``cd-imex-daemon check`` process) every second until its daemon is ready, and
+all but the last of those runs fail. At the containers' priority the startup probes of a
+forming 2x18 domain took a third of the machine and slowed the very daemons they were waiting
+for. So a startup probe runs at nice :data:`STARTUP_PROBE_NICE`: it gets the CPU the
+containers leave, and on a machine with CPU to spare it runs as before (``bench/e2e.py --sizes
+2x18``, two runs each: 22.7 s to Ready at nice 10, 20.0-21.3 s at nice 19). A starved startup
+probe that runs past its timeout counts as one more failure of the 1,200 the daemon's allows.
+Liveness and readiness probes run at the containers' priority, as a kubelet runs them in the
+container's cgroup: their failures restart a container or take a pod out of service, and a
+busy machine must not cause those.
 
 Two knobs are turned because the probe runs in a session of its own (``setsid``): the process's
 nice value, through ``nice`` in front of its command (deterministic, inherited by everything it
@@ -27,9 +30,9 @@ import shutil
 from collections.abc import Sequence
 from typing import Final
 
-__all__ = ["PROBE_NICE", "lower_session", "niced"]
+__all__ = ["STARTUP_PROBE_NICE", "lower_session", "niced"]
 
-PROBE_NICE: Final = 10
+STARTUP_PROBE_NICE: Final = 19
 
 
 @functools.cache
@@ -37,15 +40,18 @@ def _nice_binary() -> str | None:
     return shutil.which("nice")
 
 
-def niced(argv: Sequence[str], nice: int = PROBE_NICE) -> list[str]:
+def niced(argv: Sequence[str], nice: int) -> list[str]:
     """``argv`` run at ``nice`` (through coreutils ``nice``), or as it is where that is
-    missing. Pure apart from the one lookup of ``nice`` on PATH."""
-    binary = _nice_binary()
+    missing or ``nice`` is 0. Pure apart from the one lookup of ``nice`` on PATH."""
+    binary = _nice_binary() if nice else None
     return [binary, "-n", str(nice), *argv] if binary else list(argv)
 
 
-def lower_session(pid: int, nice: int = PROBE_NICE) -> None:
-    """Give the autogroup of ``pid`` (its session) the nice value ``nice``. Best effort: a
-    process already gone, or a kernel without autogroups, leaves things as they are."""
+def lower_session(pid: int, nice: int) -> None:
+    """Give the autogroup of ``pid`` (its session) the nice value ``nice`` (nothing for 0).
+    Best effort: a process already gone, or a kernel without autogroups, leaves things as
+    they are."""
+    if not nice:
+        return
     with contextlib.suppress(OSError), open(f"/proc/{pid}/autogroup", "w") as group:
         group.write(str(nice))

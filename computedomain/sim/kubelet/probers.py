@@ -2,8 +2,8 @@
 
 Called by :mod:`.containers` on each probe period. Effectful; each call is bounded by the
 probe's timeout and returns ``(success, message)`` instead of raising, as the kubelet records
-probe failures rather than failing. Exec probes run below the containers' CPU priority
-(:mod:`.priority` says why).
+probe failures rather than failing. Startup exec probes run below the containers' CPU
+priority (:mod:`.priority` says why).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from . import isolation, priority
 from .expansion import expand, static_variables
 from .launch import Isolation
-from .probes import ProbeSpec
+from .probes import ProbeKind, ProbeSpec
 
 __all__ = ["ProbeTarget", "run_probe"]
 
@@ -62,7 +62,8 @@ async def run_probe(spec: ProbeSpec, target: ProbeTarget) -> tuple[bool, str]:
     ((kind, handler),) = spec.handler.items()
     try:
         if kind == "exec":
-            return await _exec(handler, spec.timeout, target)
+            nice = priority.STARTUP_PROBE_NICE if spec.kind is ProbeKind.STARTUP else 0
+            return await _exec(handler, spec.timeout, target, nice)
         if kind == "httpGet":
             return await _http(handler, spec.timeout, target)
         if kind == "tcpSocket":
@@ -72,21 +73,23 @@ async def run_probe(spec: ProbeSpec, target: ProbeTarget) -> tuple[bool, str]:
         return False, str(exc)
 
 
-async def _exec(handler: Mapping[str, Any], limit: float, target: ProbeTarget) -> tuple[bool, str]:
+async def _exec(
+    handler: Mapping[str, Any], limit: float, target: ProbeTarget, nice: int
+) -> tuple[bool, str]:
     variables = static_variables(target.container)
     argv = [expand(str(a), variables) for a in handler.get("command") or []]
     if not argv:
         return False, "exec probe without a command"
     argv[0] = target.commands.get(argv[0], argv[0])
     process = await asyncio.create_subprocess_exec(
-        *priority.niced(isolation.exec_argv(target.isolation, target.pid, argv)),
+        *priority.niced(isolation.exec_argv(target.isolation, target.pid, argv), nice),
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
         env=target.env,
         start_new_session=True,
     )
-    priority.lower_session(process.pid)
+    priority.lower_session(process.pid, nice)
     try:
         async with asyncio.timeout(limit):
             output, _ = await process.communicate()

@@ -103,24 +103,31 @@ async def test_exec_probe_commands_are_expanded_with_the_static_env() -> None:
     assert await probers.run_probe(probe, target) == (True, "-v 4 [] $(NONE)")
 
 
-async def test_exec_probes_run_below_the_containers_priority() -> None:
-    """A probe shares the machine with every simulated node's containers; it gets what they
-    leave (computedomain.sim.kubelet.priority)."""
-    container = {
-        "name": "daemon",
-        "startupProbe": {"exec": {"command": ["sh", "-c", "echo $(( $(nice) - $BASE ))"]}},
-    }
-    probe = ProbeSpec.from_container(container, ProbeKind.STARTUP)
+@pytest.mark.parametrize(
+    ("kind", "raised"),
+    [(ProbeKind.STARTUP, priority.STARTUP_PROBE_NICE), (ProbeKind.READINESS, 0)],
+    ids=["startup", "readiness"],
+)
+async def test_startup_probes_run_below_the_containers_priority(
+    kind: ProbeKind, raised: int
+) -> None:
+    """A startup probe shares the machine with every simulated node's containers and gets what
+    they leave; the probes whose failures have effects keep the containers' priority
+    (computedomain.sim.kubelet.priority)."""
+    base = os.nice(0)
+    command = ["sh", "-c", "echo $(( $(nice) - $BASE ))"]
+    container = {"name": "daemon", f"{kind}Probe": {"exec": {"command": command}}}
+    probe = ProbeSpec.from_container(container, kind)
     assert probe is not None
     target = probers.ProbeTarget(
         container=container,
         pod_ip="127.9.0.1",
         pid=os.getpid(),
-        env={"PATH": os.environ["PATH"], "BASE": str(os.nice(0))},
+        env={"PATH": os.environ["PATH"], "BASE": str(base)},
         isolation_mode=Isolation.PATHMAP,
         commands={},
     )
-    assert await probers.run_probe(probe, target) == (True, str(priority.PROBE_NICE))
+    assert await probers.run_probe(probe, target) == (True, str(min(raised, 19 - base)))
 
 
 @pytest.mark.parametrize(
