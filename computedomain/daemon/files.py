@@ -13,11 +13,12 @@ from pathlib import Path
 from computedomain.runtime import files
 
 
-def atomic_write(path: Path, data: bytes, mode: int = 0o644) -> None:
-    """Create ``path``'s directory if needed, then replace ``path`` atomically and durably.
-    Idempotent; raises OSError."""
+def atomic_write(path: Path, data: bytes, mode: int = 0o644, *, durable: bool = True) -> None:
+    """Create ``path``'s directory if needed, then replace ``path`` atomically (and durably
+    unless ``durable`` is false: :mod:`computedomain.runtime.files`). Idempotent; raises
+    OSError."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    files.atomic_write(path, data, mode)
+    files.atomic_write(path, data, mode, durable=durable)
 
 
 def write_if_changed(path: Path, text: str, mode: int = 0o644) -> bool:

@@ -14,12 +14,18 @@ Why two write strategies: in a real pod ``/etc/hosts`` is a file the kubelet bin
 the container, so it cannot be replaced by renaming a temporary file over it (rename onto a
 mount point fails with EBUSY, and would detach us from the kubelet's file if it did not). There
 the only safe write is *in place*: lock the file itself (``flock``), write the complete new
-buffer from offset 0 in one call, truncate to its length, fsync. A resolver that reads during
-that window can see a mixture, which is unavoidable for a bind mount and is why the buffer is
+buffer from offset 0 in one call, truncate to its length. A resolver that reads during that
+window can see a mixture, which is unavoidable for a bind mount and is why the buffer is
 written in one go. Everywhere else (the simulation gives each daemon its own ``HOSTS_FILE``)
-the file is ours alone and we use the stronger temp-file + fsync + rename, serialised through a
+the file is ours alone and we use the stronger temp-file + rename, serialised through a
 sidecar lock file next to it. :func:`choose_in_place` picks: in place when the path is the
 production default or a mount point (read from ``/proc/self/mountinfo``), rename otherwise.
+
+Neither way fsyncs. Every process sees a write the moment it returns (nvidia-imex, resolving
+through the file, included), and what the file holds is derived state: the daemon rewrites it
+from the clique at every start, and the pod's file does not outlive a reboot. An fsync per
+membership change (18 per daemon while a rack's clique forms) bought nothing but journal
+commits on the node's disk.
 """
 
 from __future__ import annotations
@@ -149,7 +155,6 @@ class HostsFile:
             while written < len(data):
                 written += os.write(fd, data[written:])
             os.ftruncate(fd, len(data))
-            os.fsync(fd)
             return True
 
     def _update_by_rename(self, transform: Callable[[str], str]) -> bool:
@@ -159,5 +164,5 @@ class HostsFile:
             new = transform(current)
             if new == current and self.path.exists():
                 return False
-            atomic_write(self.path, new.encode())
+            atomic_write(self.path, new.encode(), durable=False)
             return True
