@@ -23,6 +23,7 @@ case-insensitive; a bare ``--flag`` means true), :func:`duration` (Go syntax ``3
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import re
 import sys
@@ -91,6 +92,22 @@ def duration(value: str) -> float:
 def string_list(value: str) -> tuple[str, ...]:
     """Comma-separated values, blanks dropped."""
     return tuple(part.strip() for part in value.split(",") if part.strip())
+
+
+@functools.cache
+def _help_width() -> int:
+    import shutil  # noqa: PLC0415 -- only when a parser is built (the module docstring)
+
+    return shutil.get_terminal_size().columns - 2  # what argparse computes by default
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse's formatter with the terminal's width looked up once per process: argparse
+    makes a formatter for every ``add_argument`` (to check its metavar), and each one asked the
+    terminal for its size (a hollow-node process builds a parser per simulated daemon)."""
+
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, width=_help_width())
 
 
 class Option:
@@ -201,7 +218,9 @@ class FlagSet:
         """The argparse parser, built on first use (see the module docstring)."""
         if self._parser is not None:
             return self._parser
-        parser = argparse.ArgumentParser(prog=self.prog, description=self._description)
+        parser = argparse.ArgumentParser(
+            prog=self.prog, description=self._description, formatter_class=_HelpFormatter
+        )
         for option in self.options:
             metavar = option.metavar or option.dest.upper()
             if option.type is boolean:  # Go style: a bare --flag means true
