@@ -12,21 +12,12 @@ from computedomain.api import names
 from computedomain.kube import resources
 from computedomain.kube.rest import Api
 from computedomain.kubeletplugin.cluster import InformerCluster
-from computedomain.kubeletplugin.wakeups import Wakeups, domain_node_key
+from computedomain.kubeletplugin.wakeups import domain_node_key
+from tests.unit.kubeletplugin.test_wakeups import Recorder
 
 from .conftest import CLIQUE, eventually
 
 OTHER_CLIQUE = "0d3c9a1e-5b7f-4e2a-9c8d-1f2e3d4c5b6a.4"
-
-
-class Recorder(Wakeups):
-    def __init__(self) -> None:
-        super().__init__()
-        self.rung: list[str] = []
-
-    def notify(self, key: str) -> None:
-        self.rung.append(key)
-        super().notify(key)
 
 
 def clique_body(ns: str, cd_uid: str, clique: str, node: str) -> dict[str, Any]:

@@ -64,20 +64,25 @@ def test_the_addresses_tried_are_getaddrinfos(host: str) -> None:
     assert [(f, k, p, a[:2]) for f, k, p, a in ctl.addresses(host, 50005)] == expected
 
 
-def test_a_refused_connection_is_not_ready(tmp_path: Path) -> None:
-    config = tmp_path / "imexd.cfg"
-    port = free_port()
-    config.write_text(
-        f"IMEX_CMD_ENABLED=1\nIMEX_CMD_BIND_INTERFACE_IP=127.0.0.1\nIMEX_CMD_PORT={port}\n"
-    )
+def ask_ctl(tmp_path: Path, config: Path) -> subprocess.CompletedProcess[str]:
+    """``nvidia-imex-ctl -c <config> -q`` through the wrapper the simulation installs."""
     wrapper = wrappers.ensure(tmp_path / "cache") / names.IMEX_CTL_BINARY
-    result = subprocess.run(
+    return subprocess.run(
         [str(wrapper), "-c", str(config), "-q"],
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
     )
+
+
+def test_a_refused_connection_is_not_ready(tmp_path: Path) -> None:
+    config = tmp_path / "imexd.cfg"
+    port = free_port()
+    config.write_text(
+        f"IMEX_CMD_ENABLED=1\nIMEX_CMD_BIND_INTERFACE_IP=127.0.0.1\nIMEX_CMD_PORT={port}\n"
+    )
+    result = ask_ctl(tmp_path, config)
     assert (result.returncode, result.stdout) == (
         1,
         f"IMEX daemon at 127.0.0.1:{port} is not ready: [Errno 111] Connection refused\n",
@@ -85,14 +90,7 @@ def test_a_refused_connection_is_not_ready(tmp_path: Path) -> None:
 
 
 def test_a_missing_config_is_reported_with_exit_1(tmp_path: Path) -> None:
-    wrapper = wrappers.ensure(tmp_path / "cache") / names.IMEX_CTL_BINARY
-    result = subprocess.run(
-        [str(wrapper), "-c", str(tmp_path / "imexd.cfg"), "-q"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    result = ask_ctl(tmp_path, tmp_path / "imexd.cfg")
     assert result.returncode == 1
     assert result.stdout.startswith(f"cannot read {tmp_path / 'imexd.cfg'}")
 
@@ -100,14 +98,7 @@ def test_a_missing_config_is_reported_with_exit_1(tmp_path: Path) -> None:
 def test_a_disabled_command_service_is_not_ready(tmp_path: Path) -> None:
     config = tmp_path / "imexd.cfg"
     config.write_text("IMEX_CMD_ENABLED=0\nIMEX_CMD_PORT=50005\n")
-    wrapper = wrappers.ensure(tmp_path / "cache") / names.IMEX_CTL_BINARY
-    result = subprocess.run(
-        [str(wrapper), "-c", str(config), "-q"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    result = ask_ctl(tmp_path, config)
     assert (result.returncode, result.stdout) == (
         1,
         "IMEX command service is disabled (IMEX_CMD_ENABLED != 1)\n",
