@@ -102,6 +102,8 @@ async def setup(api: Api) -> dict[str, Any]:
             "metadata": {
                 "name": names.clique_object_name(uid, CLIQUE),
                 "namespace": DRIVER_NAMESPACE,
+                # As a daemon creates it: the plugin watches its own clique by this label.
+                "labels": {names.COMPUTE_DOMAIN_LABEL: uid, names.CLIQUE_LABEL: CLIQUE},
             },
             "daemons": [
                 {

@@ -7,8 +7,10 @@ Four informers, all started (and synced) before the plugin registers with the ku
   daemon), selected by their ``resource.nvidia.com/computeDomain.cliqueID`` label, which every
   daemon (ours and upstream's) sets when it creates one: a node needs only its own rack's
   clique, and watching every clique made each of the cluster's plugins decode every daemon's
-  every write (a quadratic watch load: 64 racks, 64 times the events). A node without a clique
-  ID watches them all (it reads none of them);
+  every write (a quadratic watch load: 64 racks, 64 times the events). A clique that lost the
+  label (edited by hand) is not seen; readiness then comes from the domain's ``status.nodes``,
+  which the controller fills from the cliques, as for a domain without cliques. A node without
+  a clique ID watches them all (it reads none of them);
 - daemon pods on this node in the driver namespace (to say what a waiting workload waits for);
 - this Node (the one-domain-per-node label, read before every compare-and-swap).
 
