@@ -17,8 +17,9 @@ queue, but a decision has no ``await`` in it, so decisions never interleave; eac
 count as taken: :attr:`Scheduler.in_flight`), and then the three writes of one pod overlap with
 other pods' decisions and writes. One worker doing the writes too made a 36-node domain's
 daemon pods wait in line about half a second each on a loaded machine. A pod whose claim
-another pod's binding is still writing waits for that binding to end (which requeues it); a
-binding that fails un-assumes its pod and is retried with backoff. Our own writes are read back
+another pod's binding is allocating waits for that binding to end (which requeues it); two
+bindings that only add to one claim's ``reservedFor`` meet in its compare-and-swap; a binding
+that fails un-assumes its pod and is retried with backoff. Our own writes are read back
 through a mutation cache, so a device is never allocated twice.
 """
 
@@ -282,7 +283,7 @@ class Scheduler:
             # pod of every job); recording the claim in the pod's status requeues it.
             return
         if any(k in self.in_flight for k in claim_keys):
-            return  # a shared claim another pod's binding is writing: its end requeues this
+            return  # a shared claim another pod's binding is allocating: its end requeues this
         claims = {k: c for k in claim_keys if (c := self.claim_cache.get(k)) is not None}
         missing = [k for k in claim_keys if k not in claims]
         if missing and not set(missing) & _named_claim_keys(pod):
