@@ -76,21 +76,20 @@ def decide(
     nodes: Sequence[Obj],
     *,
     claims: Mapping[str, Obj],
-    other_claims: Sequence[Obj],
+    other_taken: frozenset[allocation.DeviceId],
     slices: Sequence[Obj],
     classes: Mapping[str, Obj],
     pods_per_node: Mapping[str, int],
-    other_taken: frozenset[allocation.DeviceId] = frozenset(),
 ) -> Decision:
     """Pick a node for ``pod``. Pure.
 
     ``claims``: claim key (ns/name) -> ResourceClaim for each claim the pod uses. Already
     allocated claims pin the pod to their nodes; unallocated ones are allocated per node, never
-    with a device that a claim in ``claims`` or ``other_claims`` already has, nor one of
-    ``other_taken`` (the devices of other claims, when the caller keeps them indexed). The node
-    with the fewest pods wins (then the first name), which spreads replicas.
+    with a device that a claim in ``claims`` already has, nor one of ``other_taken`` (the
+    devices other claims hold: :class:`AllocatedDevices`). The node with the fewest pods wins
+    (then the first name), which spreads replicas.
     """
-    taken = allocation.allocated_devices([*claims.values(), *other_claims]) | other_taken
+    taken = allocation.allocated_devices(claims.values()) | other_taken
     reasons: list[str] = []
     fits: list[tuple[int, str, dict[str, dict[str, Any]]]] = []
     for node in nodes:
@@ -307,8 +306,8 @@ class Scheduler:
                 *self.slices.store.by_index("node", ""),
             ]
             decision = decide(
-                pod, [node], claims=claims, other_claims=(), slices=slices,
-                classes=classes, pods_per_node=counts, other_taken=others,
+                pod, [node], claims=claims, other_taken=others, slices=slices,
+                classes=classes, pods_per_node=counts,
             )  # fmt: skip
         if decision is None or decision.node is None:  # the message names every node
             counts = self._pods_per_node()
@@ -316,11 +315,10 @@ class Scheduler:
                 pod,
                 sorted(self.nodes.store.list(), key=lambda n: str(n["metadata"]["name"])),
                 claims=claims,
-                other_claims=(),
+                other_taken=others,
                 slices=self.slices.store.list(),
                 classes=classes,
                 pods_per_node=counts,
-                other_taken=others,
             )
         if decision.node is None:
             await self._unschedulable(pod, decision.message)

@@ -50,7 +50,9 @@ async def test_a_node_watches_only_its_own_cliques(api: Api) -> None:
     view = InformerCluster(api, node_name="n1", namespace=ns, clique_id=CLIQUE, wakeups=wakeups)
     tasks = [asyncio.create_task(i.run()) for i in view.informers]
     try:
-        await eventually(lambda: asyncio.sleep(0, view.synced), what="informers synced")
+        async with asyncio.timeout(15):
+            for informer in view.informers:
+                await informer.wait_for_sync()
         assert view.clique(names.clique_object_name(cd_uid, CLIQUE)) is not None
         assert view.clique(names.clique_object_name(cd_uid, OTHER_CLIQUE)) is None
 
@@ -59,7 +61,11 @@ async def test_a_node_watches_only_its_own_cliques(api: Api) -> None:
             obj["daemons"][0]["status"] = "Ready"
             await api.update(resources.COMPUTE_DOMAIN_CLIQUES, obj)
         mine = domain_node_key(cd_uid, "n1")
-        await eventually(lambda: asyncio.sleep(0, mine in wakeups.rung), what="our entry's wake")
+
+        async def ours_rung() -> bool:
+            return mine in wakeups.rung
+
+        await eventually(ours_rung, what="our entry's wake")
         assert domain_node_key(cd_uid, "m1") not in wakeups.rung
         assert view.clique(names.clique_object_name(cd_uid, OTHER_CLIQUE)) is None
     finally:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from computedomain.api import names
+from computedomain.sim.scheduler.allocation import allocated_devices
 from computedomain.sim.scheduler.scheduler import RESOURCECLAIM_NOT_AVAILABLE, _claim_keys, decide
 
 DRIVER = names.DRIVER_NAME
@@ -68,17 +69,18 @@ def claim(allocated_on: str | None = None) -> dict[str, Any]:
 
 POD = {"metadata": {"name": "p", "namespace": "ns"}, "spec": {}}
 NODES = [node("n1"), node("n2")]
+NONE_TAKEN: frozenset[Any] = frozenset()  # no device held by another claim
 
 
 def test_fewest_pods_wins_then_name() -> None:
-    assert (
-        decide(POD, NODES, claims={}, other_claims=[], slices=[], classes={}, pods_per_node={}).node
-        == "n1"
+    first = decide(
+        POD, NODES, claims={}, other_taken=NONE_TAKEN, slices=[], classes={}, pods_per_node={}
     )
+    assert first.node == "n1"
     busy = {"n1": 3, "n2": 1}
     assert (
         decide(
-            POD, NODES, claims={}, other_claims=[], slices=[], classes={}, pods_per_node=busy
+            POD, NODES, claims={}, other_taken=NONE_TAKEN, slices=[], classes={}, pods_per_node=busy
         ).node
         == "n2"
     )
@@ -89,7 +91,7 @@ def test_claims_are_allocated_on_the_chosen_node() -> None:
         POD,
         NODES,
         claims={"ns/cl": claim()},
-        other_claims=[],
+        other_taken=NONE_TAKEN,
         slices=[slice_("n2")],
         classes={"c": ANY_CHANNEL},
         pods_per_node={},
@@ -103,7 +105,7 @@ def test_devices_taken_by_other_claims_are_skipped() -> None:
         POD,
         NODES,
         claims={"ns/cl": claim()},
-        other_claims=[claim(allocated_on="n1")],
+        other_taken=allocated_devices([claim(allocated_on="n1")]),
         slices=[slice_("n1"), slice_("n2")],
         classes={"c": ANY_CHANNEL},
         pods_per_node={},
@@ -116,7 +118,7 @@ def test_an_allocated_claim_pins_the_pod_to_its_node() -> None:
         POD,
         NODES,
         claims={"ns/cl": claim(allocated_on="n2")},
-        other_claims=[],
+        other_taken=NONE_TAKEN,
         slices=[],
         classes={},
         pods_per_node={},
@@ -130,7 +132,7 @@ def test_nothing_fits_gives_the_counted_reasons() -> None:
         {**POD, "spec": {"nodeSelector": {"rack": "r1"}}},
         [node("n1"), node("n2", rack="r1"), node("n3", rack="r1")],
         claims={"ns/cl": claim(allocated_on="n1")},
-        other_claims=[],
+        other_taken=NONE_TAKEN,
         slices=[],
         classes={},
         pods_per_node={},
