@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import os
-import tempfile
 import time
 from pathlib import Path
 
@@ -43,6 +43,28 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+_temp_numbers = itertools.count()
+
+
+def _create_temp(target: Path) -> tuple[int, str]:
+    """Create ``.<name>.<pid>.<n>.tmp`` next to ``target`` exclusively; (fd, name).
+
+    The process ID and a per-process counter make the name unique among the live writers of
+    the directory without the random names of :func:`tempfile.mkstemp`, which cost a quarter of
+    a small write. ``O_EXCL`` keeps it safe all the same: a leftover of a crashed process, or a
+    writer in another PID namespace with the same PID, makes the create fail and the next
+    number is tried.
+    """
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+    prefix = os.path.join(target.parent, f".{target.name}.{os.getpid()}")
+    while True:
+        name = f"{prefix}.{next(_temp_numbers)}.tmp"
+        try:
+            return os.open(name, flags, 0o600), name
+        except FileExistsError:
+            continue
+
+
 def atomic_write(path: PathLike, data: bytes, mode: int = 0o644, *, durable: bool = True) -> None:
     """Replace ``path`` with ``data`` atomically, and durably unless ``durable`` is false (see
     the module doc for when that is right). Blocking; idempotent.
@@ -51,14 +73,17 @@ def atomic_write(path: PathLike, data: bytes, mode: int = 0o644, *, durable: boo
     atomic) and is removed if anything fails. Raises OSError (e.g. the directory is missing).
     """
     target = Path(path)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    fd, tmp_name = _create_temp(target)
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
             if durable:
-                os.fsync(handle.fileno())
-            os.fchmod(handle.fileno(), mode)
+                os.fsync(fd)
+            os.fchmod(fd, mode)
+        finally:
+            os.close(fd)
         os.replace(tmp_name, target)
     except BaseException:
         with contextlib.suppress(OSError):
