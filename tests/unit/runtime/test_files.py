@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import stat
 from pathlib import Path
@@ -50,6 +51,20 @@ def test_temp_file_is_written_in_the_target_directory(
     files.atomic_write(tmp_path / "x.cfg", b"1")
     assert seen[0][0] == str(tmp_path)
     assert seen[0][1].startswith(".x.cfg.")
+
+
+def test_a_leftover_temp_file_is_skipped_not_overwritten(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A temp name already taken (a crashed writer's leftover, or a writer with the same PID
+    in another PID namespace) is left alone and the next one is used."""
+    monkeypatch.setattr(files, "_temp_numbers", itertools.count(7))
+    leftover = tmp_path / f".x.cfg.{os.getpid()}.7.tmp"
+    leftover.write_bytes(b"someone else's")
+    files.atomic_write(tmp_path / "x.cfg", b"mine")
+    assert (tmp_path / "x.cfg").read_bytes() == b"mine"
+    assert leftover.read_bytes() == b"someone else's"
+    assert sorted(os.listdir(tmp_path)) == [leftover.name, "x.cfg"]
 
 
 @pytest.mark.parametrize(("durable", "fsyncs"), [(True, 2), (False, 0)], ids=["durable", "not"])
