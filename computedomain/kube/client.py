@@ -30,7 +30,7 @@ import urllib.request
 
 import aiohttp
 import attrs
-from kubernetes.aio import config as aio_config
+import kubernetes.aio.config as aio_config
 from kubernetes.aio.client import ApiClient, Configuration
 from kubernetes.aio.client.rest import RESTClientObject
 

@@ -1,0 +1,64 @@
+"""The official client imports without its package initialisers, and still works in full."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+# Modules only the skipped initialisers import (the synchronous client's kubeconfig loader and
+# its HTTP stack, the dynamic client, the informer).
+SKIPPED = ["kubernetes.config", "kubernetes.dynamic", "kubernetes.informer", "requests", "urllib3"]
+
+
+def _modules_after(code: str) -> dict[str, object]:
+    script = (
+        "import json, sys\n"
+        f"{code}\n"
+        f"print(json.dumps({{m: m in sys.modules for m in {SKIPPED!r}}}))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    result: dict[str, object] = json.loads(out.stdout.splitlines()[-1])
+    return result
+
+
+def test_our_client_loads_none_of_the_other_subsystems() -> None:
+    loaded = _modules_after("from computedomain.kube import client, errors, rest")
+    assert loaded == dict.fromkeys(SKIPPED, False)
+
+
+def test_the_rest_of_the_official_client_still_imports_by_name() -> None:
+    code = (
+        "from computedomain.kube import client\n"
+        "from kubernetes import client as sync_client, config, watch\n"
+        "from kubernetes.aio import config as aio_config\n"
+        "import kubernetes.dynamic\n"
+        "assert sync_client.CoreV1Api and config.load_kube_config and watch.Watch\n"
+        "assert aio_config.load_kube_config and kubernetes.dynamic.DynamicClient"
+    )
+    assert _modules_after(code)["kubernetes.config"] is True
+
+
+def test_asking_the_package_for_a_name_runs_its_initialiser() -> None:
+    # What the skipped __init__ defines is there on first use: kubernetes.dynamic reads
+    # kubernetes.__version__, and a bare import reaches every subsystem by attribute.
+    code = (
+        "from computedomain.kube import client\n"
+        "import kubernetes\n"
+        "from kubernetes import __version__\n"
+        "assert __version__ and kubernetes.config.load_kube_config and kubernetes.watch.Watch\n"
+        "import kubernetes.aio\n"
+        "assert kubernetes.aio.watch and kubernetes.aio.__version__ == __version__"
+    )
+    assert _modules_after(code)["kubernetes.config"] is True
+
+
+def test_a_client_imported_first_is_left_as_it_is() -> None:
+    # The full package came first: install() must not replace it.
+    code = (
+        "import kubernetes\n"
+        "full = kubernetes\n"
+        "from computedomain.kube import client\n"
+        "assert sys.modules['kubernetes'] is full and full.config.load_kube_config"
+    )
+    assert _modules_after(code)["kubernetes.config"] is True
