@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -51,8 +51,9 @@ from computedomain.runtime.clock import REAL_CLOCK, Clock
 from computedomain.sim.controllers.resourceclaims import PROTECTION_FINALIZER
 
 from . import allocation, placement, requeue
+from .allocated import AllocatedDevices
 
-__all__ = ["AllocatedDevices", "Decision", "Scheduler", "decide"]
+__all__ = ["Decision", "Scheduler", "decide"]
 
 _log = logs.get_logger(__name__)
 Obj = Mapping[str, Any]
@@ -86,8 +87,8 @@ def decide(
     ``claims``: claim key (ns/name) -> ResourceClaim for each claim the pod uses. Already
     allocated claims pin the pod to their nodes; unallocated ones are allocated per node, never
     with a device that a claim in ``claims`` already has, nor one of ``other_taken`` (the
-    devices other claims hold: :class:`AllocatedDevices`). The node with the fewest pods wins
-    (then the first name), which spreads replicas.
+    devices other claims hold: :class:`~.allocated.AllocatedDevices`). The node with the fewest
+    pods wins (then the first name), which spreads replicas.
     """
     taken = allocation.allocated_devices(claims.values()) | other_taken
     reasons: list[str] = []
@@ -135,35 +136,6 @@ def _claims_fit(
     return None
 
 
-class AllocatedDevices:
-    """The devices each cached claim holds, remembered per claim and resourceVersion.
-
-    Every decision needs the devices of all other claims; deriving them from every claim each
-    time made scheduling quadratic (1,152 hollow nodes: a decision walked 2,304 claims). A
-    claim's devices are derived again only when its resourceVersion changes.
-    """
-
-    def __init__(self, cache: MutationCache) -> None:
-        self.cache = cache
-        self._seen: dict[str, tuple[str, frozenset[allocation.DeviceId]]] = {}
-
-    def taken(self, *, exclude: Collection[str]) -> frozenset[allocation.DeviceId]:
-        """The devices of every cached claim but those keyed in ``exclude``."""
-        found: set[allocation.DeviceId] = set()
-        current: dict[str, tuple[str, frozenset[allocation.DeviceId]]] = {}
-        for claim in self.cache.list():
-            key = object_key(claim)
-            version = str((claim.get("metadata") or {}).get("resourceVersion", ""))
-            known = self._seen.get(key)
-            if known is None or known[0] != version or not version:
-                known = (version, allocation.allocated_devices([claim]))
-            current[key] = known
-            if key not in exclude:
-                found |= known[1]
-        self._seen = current
-        return frozenset(found)
-
-
 class Scheduler:
     """Informers, a queue of pending pods, several binding workers (module doc)."""
 
@@ -187,7 +159,7 @@ class Scheduler:
         )
         self.classes = Informer(api, DEVICE_CLASSES, name="scheduler-classes")
         self.claim_cache = MutationCache(self.claims.store, clock=self.clock)
-        self.allocated = AllocatedDevices(self.claim_cache)
+        self.allocated = AllocatedDevices(self.claim_cache, clock=self.clock)
         self._assumed: dict[str, str] = {}  # pod key -> node, decided but not yet seen bound
         # claim key -> the allocation a binding is writing (taken until the write is cached)
         self.in_flight: dict[str, dict[str, Any]] = {}
@@ -196,6 +168,7 @@ class Scheduler:
             FuncHandler(add=self._pod_changed, update=lambda _o, n: self._pod_changed(n))
         )
         self.claims.add_handler(self.claim_cache)
+        self.claims.add_handler(self.allocated)  # after the cache: it reads claims back from it
         self.claims.add_handler(
             FuncHandler(
                 add=lambda c: self._claim_changed(None, c),
@@ -395,7 +368,7 @@ class Scheduler:
         ):
             body["metadata"]["finalizers"] = [*(meta.get("finalizers") or []), PROTECTION_FINALIZER]
             body = await self.api.update(RESOURCE_CLAIMS, body)
-            self.claim_cache.mutation(body)
+            self.allocated.mutation(body)
         status = body.setdefault("status", {})
         if new_allocation is not None:
             status["allocation"] = new_allocation
@@ -406,7 +379,7 @@ class Scheduler:
         elif new_allocation is None:
             return
         written = await self.api.update_status(RESOURCE_CLAIMS, body)
-        self.claim_cache.mutation(written)
+        self.allocated.mutation(written)
 
     async def _unschedulable(self, pod: Obj, message: str) -> None:
         """Record why ``pod`` waits (once per distinct message) and emit FailedScheduling."""
