@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 from computedomain.api import names
-from computedomain.daemon.files import atomic_write
+from computedomain.runtime import files
 
 
 def _hostnames(line: str) -> list[str]:
@@ -98,8 +98,16 @@ def choose_in_place(path: Path, *, mountinfo: Path = Path("/proc/self/mountinfo"
 
 
 @contextlib.contextmanager
-def _locked(path: Path) -> Iterator[int]:
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+def _locked(path: Path, *, make_parent: bool = False) -> Iterator[int]:
+    """Hold ``flock`` on ``path`` (created if missing). With ``make_parent``, a missing
+    directory is created, only when the open finds it missing (this runs on every update)."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except FileNotFoundError:
+        if not make_parent:
+            raise
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield fd
@@ -158,11 +166,13 @@ class HostsFile:
             return True
 
     def _update_by_rename(self, transform: Callable[[str], str]) -> bool:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with _locked(self._lock_path):
-            current = self.read()
-            new = transform(current)
-            if new == current and self.path.exists():
+        with _locked(self._lock_path, make_parent=True):
+            try:
+                current: str | None = self.path.read_text()
+            except FileNotFoundError:
+                current = None  # written even when the new text is empty
+            new = transform(current or "")
+            if new == current:
                 return False
-            atomic_write(self.path, new.encode(), durable=False)
+            files.atomic_write(self.path, new.encode(), durable=False)
             return True
