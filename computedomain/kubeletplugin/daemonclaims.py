@@ -54,7 +54,11 @@ def domain_dir(domains_root: Path, domain_id: str) -> Path:
 
 
 def ensure_domain_dir(domains_root: Path, domain_id: str) -> Path:
-    """Create the directory and (re)write the template when it differs. Idempotent; OSError."""
+    """Create the directory and (re)write the template when it differs. Idempotent; OSError.
+
+    Not fsynced: the prepare that calls this compares the bytes every time, so a file a power
+    loss tore is rewritten by the next prepare of the claim (after a reboot, every claim is
+    prepared again), and this runs on the plugin's event loop (:mod:`.state`)."""
     directory = domain_dir(domains_root, domain_id)
     directory.mkdir(mode=0o755, parents=True, exist_ok=True)
     target = directory / names.IMEXD_CONFIG_TEMPLATE
@@ -64,7 +68,7 @@ def ensure_domain_dir(domains_root: Path, domain_id: str) -> Path:
     except FileNotFoundError:
         current = None
     if current != wanted:
-        files.atomic_write(target, wanted, mode=0o644)
+        files.atomic_write(target, wanted, mode=0o644, durable=False)
     return directory
 
 
