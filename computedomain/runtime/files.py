@@ -18,8 +18,10 @@ where the system allows (:mod:`computedomain.runtime.exchange`), instead of rena
 on ext4 a replacing rename writes the new data to the disk inside the rename, which was most
 of what was left.
 
-The ``async`` functions are small named ``asyncio.to_thread`` adapters, so coroutine code never
-blocks the loop on disk I/O.
+The ``async`` functions are small named ``asyncio.to_thread`` adapters, for coroutine code that
+must not block its loop on disk I/O. (The kubelet plugin's prepare attempts write their small,
+non-durable files on the loop instead, where a thread hop cost more than the write:
+:mod:`computedomain.kubeletplugin.state`.)
 """
 
 from __future__ import annotations
