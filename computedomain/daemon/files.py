@@ -1,8 +1,9 @@
 """Writing the files the daemon owns: atomically, creating their directory, only on change.
 
 Used for ``imexd.cfg`` and ``nodes.cfg`` (files in directories that are ours, so a rename is
-safe). The hosts file has its own two strategies in :mod:`computedomain.daemon.hostsfile`. The atomic write itself is
-:func:`computedomain.runtime.files.atomic_write`. Blocking: async callers use ``to_thread``.
+safe); the hosts file has its own two strategies in :mod:`computedomain.daemon.hostsfile`. The
+atomic write itself is :func:`computedomain.runtime.files.atomic_write`. Blocking: async
+callers use ``to_thread``.
 """
 
 from __future__ import annotations
