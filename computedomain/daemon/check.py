@@ -9,8 +9,8 @@ without fabric (every second while a domain forms) has no use for it.
 
 from __future__ import annotations
 
+import os
 import sys
-from pathlib import Path
 from typing import TextIO
 
 NOOP_MESSAGE = "check succeeded (noop, clique ID is empty)"
@@ -21,7 +21,13 @@ class CheckFailed(Exception):
     """The probe failed; the message is what the kubelet shows."""
 
 
-def check(clique_id: str, ctl_binary: str, config_path: Path, *, out: TextIO = sys.stdout) -> None:
+def check(
+    clique_id: str,
+    ctl_binary: str,
+    config_path: str | os.PathLike[str],
+    *,
+    out: TextIO = sys.stdout,
+) -> None:
     """Probe once. Raises CheckFailed with upstream's wording."""
     if not clique_id:
         print(NOOP_MESSAGE, file=out)
@@ -30,7 +36,7 @@ def check(clique_id: str, ctl_binary: str, config_path: Path, *, out: TextIO = s
 
     try:
         result = subprocess.run(
-            [ctl_binary, "-c", str(config_path), "-q"],
+            [ctl_binary, "-c", os.fspath(config_path), "-q"],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,

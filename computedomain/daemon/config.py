@@ -52,7 +52,7 @@ class DaemonConfig:
 
     @property
     def config_path(self) -> Path:
-        return options.config_path(self.imexd_dir)
+        return Path(options.config_path(self.imexd_dir))
 
     @property
     def nodes_config_path(self) -> Path:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 import computedomain
 from computedomain.api.errors import ConfigError
@@ -79,7 +78,7 @@ def probe(ns: argparse.Namespace) -> int:
     """
     try:
         options.validate(ns)
-        check.check(ns.cliqueid, ns.imex_ctl_binary, options.config_path(Path(ns.imexd_dir)))
+        check.check(ns.cliqueid, ns.imex_ctl_binary, options.config_path(ns.imexd_dir))
     except (ConfigError, check.CheckFailed) as exc:
         print(f"Error: {exc}", file=sys.stderr)
         return 1

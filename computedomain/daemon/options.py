@@ -11,7 +11,7 @@ classes of :mod:`~computedomain.daemon.config`. Pure data and pure functions.
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
+import os
 
 from computedomain.api import featuregates, names, validation
 from computedomain.api.errors import ConfigError
@@ -156,6 +156,7 @@ def validate(ns: argparse.Namespace) -> featuregates.Features:
     return featuregates.parse(ns.feature_gates)
 
 
-def config_path(imexd_dir: Path) -> Path:
-    """The IMEX config that ``run`` renders and ``check`` has ``nvidia-imex-ctl`` read."""
-    return imexd_dir / names.IMEXD_CONFIG
+def config_path(imexd_dir: str | os.PathLike[str]) -> str:
+    """The IMEX config that ``run`` renders and ``check`` has ``nvidia-imex-ctl`` read (a
+    string: the probe, a process every second per forming daemon, does without pathlib)."""
+    return os.path.join(imexd_dir, names.IMEXD_CONFIG)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import copy
+import io
 import pickle
+import shutil
 import subprocess
 import sys
 
@@ -163,3 +165,25 @@ def test_the_flags_load_without_attrs() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     assert result.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(
+    ("columns", "width"), [("50", 48), ("0", 78), ("-3", 78), ("wide", 78), (None, 78)]
+)
+def test_help_width_follows_shutil_rules(
+    monkeypatch: pytest.MonkeyPatch, columns: str | None, width: int
+) -> None:
+    """$COLUMNS when positive, else the terminal of stdout (none under pytest's capture: a
+    pipe), else 80; less the 2 argparse takes off. What shutil.get_terminal_size gives."""
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    monkeypatch.setattr(sys, "__stdout__", io.StringIO())  # no terminal behind it
+    f._help_width.cache_clear()
+    try:
+        assert f._help_width() == width
+        if columns != "wide":  # shutil itself raises on a non-number
+            assert f._help_width() == shutil.get_terminal_size((80, 24)).columns - 2
+    finally:
+        f._help_width.cache_clear()
