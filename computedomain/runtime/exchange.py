@@ -22,7 +22,7 @@ import errno
 import functools
 import os
 import stat
-from typing import Any
+from collections.abc import Callable
 
 _AT_FDCWD = -100
 _RENAME_EXCHANGE = 2
@@ -33,8 +33,9 @@ _UNSUPPORTED = frozenset(
 
 
 @functools.cache
-def _renameat2() -> Any | None:
-    """The C library's ``renameat2``, or None where it has none (glibc < 2.28, some others)."""
+def _renameat2() -> Callable[[bytes, bytes], int] | None:
+    """``renameat2(AT_FDCWD, source, AT_FDCWD, target, RENAME_EXCHANGE)`` from the C library,
+    answering the errno (0 on success); None where the library has none (glibc < 2.28)."""
     import ctypes  # noqa: PLC0415 -- see the module docstring
 
     try:
@@ -44,7 +45,13 @@ def _renameat2() -> Any | None:
     path, directory = ctypes.c_char_p, ctypes.c_int
     function.argtypes = [directory, path, directory, path, ctypes.c_uint]
     function.restype = ctypes.c_int
-    return function
+
+    def exchange(source: bytes, target: bytes) -> int:
+        if function(_AT_FDCWD, source, _AT_FDCWD, target, _RENAME_EXCHANGE) == 0:
+            return 0
+        return ctypes.get_errno()
+
+    return exchange
 
 
 def swap(source: str | os.PathLike[str], target: str | os.PathLike[str]) -> bool:
@@ -56,14 +63,12 @@ def swap(source: str | os.PathLike[str], target: str | os.PathLike[str]) -> bool
             return False
     except FileNotFoundError:
         return False
-    function = _renameat2()
-    if function is None:
+    exchange = _renameat2()
+    if exchange is None:
         return False
-    import ctypes  # noqa: PLC0415 -- imported by _renameat2 already: a dictionary lookup
-
-    if function(_AT_FDCWD, os.fsencode(source), _AT_FDCWD, os.fsencode(target), _RENAME_EXCHANGE):
-        error = ctypes.get_errno()
-        if error in _UNSUPPORTED:
-            return False
-        raise OSError(error, os.strerror(error), os.fspath(target))
-    return True
+    error = exchange(os.fsencode(source), os.fsencode(target))
+    if not error:
+        return True
+    if error in _UNSUPPORTED:
+        return False
+    raise OSError(error, os.strerror(error), os.fspath(target))

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -50,12 +49,8 @@ def test_swap_declines_a_target_that_is_not_a_regular_file(tmp_path: Path, kind:
     assert new.read_bytes() == b"new"  # nothing moved
 
 
-def _failing_renameat2(code: int) -> Any:
-    def renameat2(*_args: Any) -> int:
-        ctypes.set_errno(code)
-        return -1
-
-    return renameat2
+def _failing_renameat2(code: int) -> Callable[[bytes, bytes], int]:
+    return lambda _source, _target: code
 
 
 @pytest.mark.parametrize("code", [errno.EINVAL, errno.ENOSYS, errno.EXDEV])
