@@ -85,7 +85,15 @@ async def annotate_problem(api: Api, identity: Identity, text: str | None) -> No
     await _patch_own_pod(api, identity, {"annotations": {names.DAEMON_PROBLEM_ANNOTATION: text}})
 
 
-TRANSIENT = (errors.ApiServerError, errors.TooManyRequests, errors.ApiConnectionError)
+# The startup patch has no resourceVersion precondition, so a 409 (an API server that ran out
+# of internal update retries, or an injected fault) means only "try again": the same patch
+# applies to whatever the pod is now.
+TRANSIENT = (
+    errors.ApiServerError,
+    errors.TooManyRequests,
+    errors.ApiConnectionError,
+    errors.Conflict,
+)
 
 
 async def label_patiently(
@@ -95,7 +103,7 @@ async def label_patiently(
     within: float = 30.0,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
 ) -> None:
-    """:func:`label_with_clique`, retrying transient API errors (5xx, 429, connection) with
+    """:func:`label_with_clique`, retrying transient API errors (5xx, 429, 409, connection) with
     back-off for up to ``within`` seconds: a daemon that exits on a blip is restarted with the
     kubelet's crash back-off and looks crash-looping (found by the cluster fault run). Raises
     the last error after ``within``, and any other ApiError at once."""

@@ -70,18 +70,21 @@ async def test_the_problem_follows_the_keeper_and_startup_clears_it(
         await api.close()
 
 
-async def test_the_startup_label_rides_out_transient_server_errors(
+async def test_the_startup_label_rides_out_transient_server_errors_and_conflicts(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    """Three 500s on the startup pod patch, then the patch goes through: the daemon does not
-    exit (a daemon that exits on a blip looks crash-looping); a 404 is not retried."""
+    """A 500, a 409 and a 500 on the startup pod patch, then the patch goes through: the daemon
+    does not exit (a daemon that exits on a blip looks crash-looping; the cluster fault run
+    found one that exited on an injected 409); a 404 is not retried."""
     failures = {"left": 0}  # armed once the pod exists
+    codes = [500, 409, 500]
 
     async def flaky(request: web.BaseRequest, handler: Any) -> web.StreamResponse:
         if request.method == "PATCH" and "/pods/" in request.path and failures["left"] > 0:
             failures["left"] -= 1
-            body = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 500}
-            return web.json_response(body, status=500)
+            code = codes[failures["left"] % len(codes)]
+            body = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": code}
+            return web.json_response(body, status=code)
         response: web.StreamResponse = await handler(request)
         return response
 
