@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 import stat
 from pathlib import Path
 
@@ -52,3 +53,21 @@ def test_anything_but_exactly_ready_fails(
 def test_a_missing_ctl_binary_fails_with_its_name(tmp_path: Path) -> None:
     with pytest.raises(check.CheckFailed, match="error running /nonexistent/nvidia-imex-ctl"):
         check.check(CLIQUE, "/nonexistent/nvidia-imex-ctl", tmp_path / "imexd.cfg")
+
+
+def test_the_tool_runs_with_both_streams_on_one_pipe_and_its_exit_code() -> None:
+    code, output = check.run_tool(["sh", "-c", "echo out; echo err >&2; exit 3"], 10)
+    assert (code, output) == (3, "out\nerr\n")
+    code, _ = check.run_tool(["sh", "-c", "kill -TERM $$"], 10)
+    assert code == -15
+
+
+def test_a_hung_tool_is_killed_and_reaped_at_the_timeout(tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+    with pytest.raises(TimeoutError, match=r"timed out after 0\.3 s"):
+        check.run_tool(["sh", "-c", f"echo $$ > {pid_file}; exec sleep 30"], 0.3)
+    pid = int(pid_file.read_text())
+    with pytest.raises(ProcessLookupError):  # gone, and not a zombie of ours either
+        os.kill(pid, 0)
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
