@@ -11,7 +11,6 @@ gates included). Pure apart from reading ``argv``/``env`` through the flag set.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 from typing import Final
@@ -23,7 +22,7 @@ from computedomain.api.errors import ConfigError
 from computedomain.controller import config
 from computedomain.controller.config import ControllerConfig, DaemonSettings
 from computedomain.runtime import flags
-from computedomain.runtime.flags import Option
+from computedomain.runtime.flags import Option, Values
 
 PROG: Final = "cd-controller"
 
@@ -205,7 +204,7 @@ def klog_argv(argv: Sequence[str]) -> list[str]:
     return out
 
 
-def resolve(values: argparse.Namespace) -> ProgramConfig:
+def resolve(values: Values) -> ProgramConfig:
     """Check every setting and build the config. Pure; raises ConfigError naming the setting."""
     features = featuregates.parse(values.feature_gates)
     namespace = validation.dns1123_label("NAMESPACE", values.namespace)

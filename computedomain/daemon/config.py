@@ -11,7 +11,6 @@ probe, does not load this module: building its attrs classes (this one and
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import attrs
@@ -20,6 +19,7 @@ from computedomain.api import featuregates, names, validation
 from computedomain.api.errors import ConfigError
 from computedomain.daemon import options
 from computedomain.daemon.identity import Identity
+from computedomain.runtime.flags import Values
 
 # Upstream's message when COMPUTE_DOMAIN_UUID is missing (daemon.md §2 step 1).
 CDI_MISSING = "CDI container edits did not apply -- is CDI enabled in your container runtime?"
@@ -99,7 +99,7 @@ class DaemonConfig:
             raise ConfigError(names.ENV_MAX_NODES_PER_IMEX_DOMAIN, "must not be negative")
 
 
-def load(ns: argparse.Namespace) -> DaemonConfig:
+def load(ns: Values) -> DaemonConfig:
     """Build the config from parsed options. Raises ConfigError (bad clique ID, interval or
     gates: :func:`~computedomain.daemon.options.validate`)."""
     features = options.validate(ns)

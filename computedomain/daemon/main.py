@@ -12,14 +12,18 @@ part that fails after the start gives 1 (upstream gives 0 there, H11; no one rel
 
 from __future__ import annotations
 
-import argparse
 import sys
-from collections.abc import Sequence
 
 import computedomain
 from computedomain.api.errors import ConfigError
 from computedomain.daemon import check, options
 from computedomain.runtime.flags import FlagSet
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (the probe's cost)
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from computedomain.runtime.flags import Values
 
 PROG = "cd-imex-daemon"
 COMMANDS = ("run", "check")
@@ -70,7 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return run(ns)
 
 
-def probe(ns: argparse.Namespace) -> int:
+def probe(ns: Values) -> int:
     """``check``: the settings are validated as for ``run``, then the probe asks once.
 
     No logging set-up and no :class:`~computedomain.daemon.config.DaemonConfig`: check only
@@ -85,7 +89,7 @@ def probe(ns: argparse.Namespace) -> int:
     return 0
 
 
-def run(ns: argparse.Namespace) -> int:
+def run(ns: Values) -> int:
     """``run``: resolve the config, set up logging, and supervise the daemon's parts."""
     # Imported here, not at the top (see the module docstring), without the garbage collector.
     from computedomain.runtime import gcstartup  # noqa: PLC0415

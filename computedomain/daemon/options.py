@@ -10,12 +10,11 @@ classes of :mod:`~computedomain.daemon.config`. Pure data and pure functions.
 
 from __future__ import annotations
 
-import argparse
 import os
 
 from computedomain.api import featuregates, names, validation
 from computedomain.api.errors import ConfigError
-from computedomain.runtime.flags import Option, duration, integer
+from computedomain.runtime.flags import Option, Values, duration, integer
 
 # The built-in policies' names (computedomain.policies.builtins), spelled out so that the probe
 # does not load the plugin machinery; a test keeps them equal.
@@ -146,7 +145,7 @@ OPTIONS: tuple[Option, ...] = (
 )
 
 
-def validate(ns: argparse.Namespace) -> featuregates.Features:
+def validate(ns: Values) -> featuregates.Features:
     """The checks both commands make beyond parsing, in this order: the clique ID, the reload
     interval, the feature gates (returned resolved). Pure; raises ConfigError naming the
     setting."""

@@ -12,8 +12,12 @@ configuration reference can be generated from them and checked against the docs.
 ``cd-imex-daemon check`` parses its settings here once per probe, a fresh process every second
 per daemon pod while a domain forms, so start-up is its cost: :class:`Option` is a plain frozen
 class rather than attrs (importing attrs would cost that process more than the rest of it), and
-the argparse parser, whose construction sizes the terminal and formats every option, is only
-built when there is a command line to parse, a usage error to print or help to show.
+this module imports neither argparse nor ``re`` nor ``typing`` at load (together 15-20 ms of the
+probe's CPU). A command line made only of ``--flag value`` and ``--flag=value`` items that name
+declared options exactly (the probe's ``--v N``) is read directly; anything else (help,
+abbreviations, boolean flags, positionals, values that look like flags) goes to argparse, whose
+parser is built then, with its full rules and messages. Both readers give the same result
+(a property test), and a usage error always prints argparse's usage.
 
 Value types: :func:`string`, :func:`integer`, :func:`number`, :func:`boolean` (``true/false/1/0``,
 case-insensitive; a bare ``--flag`` means true), :func:`duration` (Go syntax ``300ms``, ``15s``,
@@ -22,19 +26,26 @@ case-insensitive; a bare ``--flag`` means true), :func:`duration` (Go syntax ``3
 
 from __future__ import annotations
 
-import argparse
-import functools
 import os
-import re
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, NoReturn
+import types
 
-Parser = Callable[[str], Any]
+TYPE_CHECKING = False  # typing's constant without importing typing
+if TYPE_CHECKING:  # see the module docstring: none of these is imported at run time
+    import argparse
+    import re
+    from collections.abc import Callable, Iterable, Mapping, Sequence
+    from typing import Any, NoReturn
+
+    Parser = Callable[[str], Any]
 
 _DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0}
 _DURATION_UNITS |= {"m": 60.0, "h": 3600.0}
-_DURATION_PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
+_DURATION_PART: list[re.Pattern[str]] = []  # compiled on first use
+
+
+class Values(types.SimpleNamespace):
+    """What :meth:`FlagSet.parse` resolved: one attribute per option, named by its ``dest``."""
 
 
 def string(value: str) -> str:
@@ -77,8 +88,12 @@ def duration(value: str) -> float:
         return sign * float(body)  # a bare number: seconds
     except ValueError:
         pass
+    if not _DURATION_PART:
+        import re  # noqa: PLC0415 -- see the module docstring
+
+        _DURATION_PART.append(re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)"))
     total, pos = 0.0, 0
-    for match in _DURATION_PART.finditer(body):
+    for match in _DURATION_PART[0].finditer(body):
         if match.start() != pos:
             break
         total += float(match.group(1)) * _DURATION_UNITS[match.group(2)]
@@ -94,7 +109,6 @@ def string_list(value: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in value.split(",") if part.strip())
 
 
-@functools.cache
 def _help_width() -> int:
     """What argparse computes by default (``shutil.get_terminal_size().columns - 2``), with
     shutil's rules but not its import (3 ms, with bz2 and lzma, of every probe process):
@@ -111,13 +125,24 @@ def _help_width() -> int:
     return (columns if columns > 0 else 80) - 2
 
 
-class _HelpFormatter(argparse.HelpFormatter):
+_FORMATTER: list[type[argparse.HelpFormatter]] = []  # made on first use, once per process
+
+
+def _formatter() -> type[argparse.HelpFormatter]:
     """argparse's formatter with the terminal's width looked up once per process: argparse
     makes a formatter for every ``add_argument`` (to check its metavar), and each one asked the
     terminal for its size (a hollow-node process builds a parser per simulated daemon)."""
+    if not _FORMATTER:
+        import argparse  # noqa: PLC0415 -- see the module docstring
 
-    def __init__(self, prog: str) -> None:
-        super().__init__(prog, width=_help_width())
+        width = _help_width()
+
+        class HelpFormatter(argparse.HelpFormatter):
+            def __init__(self, prog: str) -> None:
+                super().__init__(prog, width=width)
+
+        _FORMATTER.append(HelpFormatter)
+    return _FORMATTER[0]
 
 
 class Option:
@@ -223,13 +248,16 @@ class FlagSet:
                 seen.add(name)
         self._description = description
         self._parser: argparse.ArgumentParser | None = None
+        self._by_flag = {option.flag: option for option in self.options}
 
     def _argparser(self) -> argparse.ArgumentParser:
         """The argparse parser, built on first use (see the module docstring)."""
         if self._parser is not None:
             return self._parser
+        import argparse  # noqa: PLC0415 -- see the module docstring
+
         parser = argparse.ArgumentParser(
-            prog=self.prog, description=self._description, formatter_class=_HelpFormatter
+            prog=self.prog, description=self._description, formatter_class=_formatter()
         )
         for option in self.options:
             metavar = option.metavar or option.dest.upper()
@@ -248,16 +276,18 @@ class FlagSet:
 
     def parse(
         self, argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
-    ) -> argparse.Namespace:
+    ) -> Values:
         """Resolve every option (flag > env > default). Exits with status 2 on bad input."""
         environ = os.environ if env is None else env
         args = sys.argv[1:] if argv is None else list(argv)
-        # Without arguments argparse would give every option None: skip building it.
-        raw = self._argparser().parse_args(args) if args else None
-        result = argparse.Namespace()
+        flags = self.read_simple(args)
+        if flags is None:
+            raw = self._argparser().parse_args(args)
+            flags = {o.dest: getattr(raw, o.dest) for o in self.options}
+        result = Values()
         missing: list[str] = []
         for option in self.options:
-            given: str | None = None if raw is None else getattr(raw, option.dest)
+            given: str | None = flags.get(option.dest)
             source = f"flag {option.flag}"
             if given is None and _env_counts(option, environ.get(option.env)):
                 given, source = environ[option.env], f"environment variable {option.env}"
@@ -273,6 +303,27 @@ class FlagSet:
         if missing:
             self.fail("missing required setting(s): " + ", ".join(missing))
         return result
+
+    def read_simple(self, args: Sequence[str]) -> dict[str, str] | None:
+        """The flag values of a command line made only of ``--flag value`` and
+        ``--flag=value`` items naming declared, non-boolean options exactly (the last of a
+        repeated flag wins), by ``dest``; None for any other command line, which argparse then
+        reads (see the module docstring). Pure."""
+        given: dict[str, str] = {}
+        i = 0
+        while i < len(args):
+            name, eq, value = args[i].partition("=")
+            option = self._by_flag.get(name)
+            if option is None or option.type is boolean:
+                return None
+            if not eq:
+                if i + 1 == len(args) or args[i + 1].startswith("-"):
+                    return None
+                i += 1
+                value = args[i]
+            given[option.dest] = value
+            i += 1
+        return given
 
     def fail(self, message: str) -> NoReturn:
         """Print usage and ``message`` to stderr and exit with status 2."""

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
-from hypothesis import given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from computedomain.api import validation
@@ -49,3 +51,21 @@ def test_clique_ids(value: str, ok: bool) -> None:
     else:
         with pytest.raises(ConfigError):
             validation.clique_id("CLIQUE_ID", value)
+
+
+_CLIQUE_PATTERN = re.compile(r"[0-9a-fA-F-]{36}\.[0-9]{1,10}")
+_CLIQUE_LIKE = st.builds(
+    "{}{}{}".format,
+    st.text("0123456789abcdefABCDEF-gG.", min_size=34, max_size=38),
+    st.sampled_from([".", "", "..", "-"]),
+    st.text("0123456789.x\u0661", max_size=12),
+)
+
+
+@settings(max_examples=500)
+@given(_CLIQUE_LIKE | st.text(max_size=50))
+@example("0e5f3b36-7c21-4a53-9b8e-6a2f1c0d4e55.\u0661")  # a non-ASCII digit is not a digit here
+@example("0e5f3b36-7c21-4a53-9b8e-6a2f1c0d4e55.12345678901")
+def test_the_clique_id_check_is_the_documented_pattern(value: str) -> None:
+    """The hand-written check (no ``re`` in the probe) accepts exactly what the pattern does."""
+    assert validation.is_clique_id(value) is (_CLIQUE_PATTERN.fullmatch(value) is not None)

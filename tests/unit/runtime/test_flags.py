@@ -10,6 +10,8 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
 
 from computedomain.runtime import flags as f
 
@@ -180,10 +182,55 @@ def test_help_width_follows_shutil_rules(
     else:
         monkeypatch.setenv("COLUMNS", columns)
     monkeypatch.setattr(sys, "__stdout__", io.StringIO())  # no terminal behind it
-    f._help_width.cache_clear()
-    try:
-        assert f._help_width() == width
-        if columns != "wide":  # shutil itself raises on a non-number
-            assert f._help_width() == shutil.get_terminal_size((80, 24)).columns - 2
-    finally:
-        f._help_width.cache_clear()
+    assert f._help_width() == width
+    if columns != "wide":  # shutil itself raises on a non-number
+        assert f._help_width() == shutil.get_terminal_size((80, 24)).columns - 2
+
+
+_FLAGS = [o.flag for o in OPTIONS]
+_VALUES = st.text(max_size=6) | st.sampled_from(["", "-1", "--pod-name", "a=b", " -x", "7"])
+
+
+@settings(max_examples=300)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from([*_FLAGS, "--pod", "--other", "-h", "x"]), st.booleans(), _VALUES
+        ),
+        max_size=5,
+    )
+)
+def test_the_direct_reader_agrees_with_argparse(items: list[tuple[str, bool, str]]) -> None:
+    """Whatever command line the direct reader accepts, argparse reads to the same values (and
+    what it declines, argparse reads or rejects as before: parse() hands it over)."""
+    args: list[str] = []
+    for name, joined, value in items:
+        args += [f"{name}={value}"] if joined else [name, value]
+    flag_set = f.FlagSet("prog", OPTIONS)
+    simple = flag_set.read_simple(args)
+    event("read directly" if simple is not None else "handed to argparse")
+    if simple is not None:
+        raw = vars(flag_set._argparser().parse_args(args))
+        assert simple == {dest: value for dest, value in raw.items() if value is not None}
+
+
+def test_the_direct_reader_takes_the_probe_command_line_and_declines_the_rest() -> None:
+    flag_set = f.FlagSet("prog", OPTIONS)
+    assert flag_set.read_simple(["--kube-api-qps", "7", "--pod-name=p"]) == {
+        "kube_api_qps": "7", "pod_name": "p"
+    }  # fmt: skip
+    for declined in (["--help"], ["--pod", "p"], ["--leader-election-enabled"], ["p"],
+                     ["--pod-name"], ["--pod-name", "-p"]):  # fmt: skip
+        assert flag_set.read_simple(declined) is None
+    assert flag_set._parser is None  # nothing above needed argparse
+
+
+def test_a_usage_error_on_the_direct_path_still_prints_usage(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as info:
+        parse(["--pod-name", "p", "--kube-api-burst", "lots"])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: prog")
+    assert "invalid value for flag --kube-api-burst: 'lots' is not an integer" in err
