@@ -67,6 +67,8 @@ CONTROLLER_DEPLOYMENT = "computedomain-controller"
 PLUGIN_DAEMONSET = "computedomain-kubelet-plugin"
 PROGRAMS = ("cd-controller", "cd-kubelet-plugin", "cd-imex-daemon", "computedomain")
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+# The checkout's launchers (bin/README), next to the package; absent from an installed wheel.
+LAUNCHERS = Path(__file__).resolve().parents[3] / "bin"
 
 
 @attrs.frozen
@@ -88,17 +90,34 @@ class ClusterConfig:
     api_stages: tuple[Any, ...] = ()
 
 
-def image_for(imex_path: str | None) -> Image:
-    """The simulated image: our programs from this virtual environment, a PATH, unbuffered
-    Python output (as Python images set it, so logs are complete when a container is killed),
-    and this process's PYTHONPATH if it has one (a development checkout). Reads the
-    environment."""
+def image_for(imex_path: str | None, trusted_ca: Path | None = None) -> Image:
+    """The simulated image: our programs, a PATH, unbuffered Python output (as Python images
+    set it, so logs are complete when a container is killed), and this process's PYTHONPATH if
+    it has one (a development checkout). Reads the environment.
+
+    The programs are the ``bin/`` launchers of this checkout, run by this interpreter
+    (``COMPUTEDOMAIN_PYTHON``), as in the container image (Containerfile); the launcher folder
+    follows the virtual environment's on PATH there too, so upstream's program names work.
+    Without a checkout (an installed wheel) they are the virtual environment's console scripts.
+
+    Its trust store (``SSL_CERT_FILE``) holds only ``trusted_ca``, the cluster's CA (empty
+    without one): the only TLS peer in the simulation is the API server, and every component
+    names that CA itself anyway. The host's bundle would cost each Python program that imports
+    aiohttp 40-55 ms of CPU (its import builds two default contexts and each parses the ~140
+    certificates), and a forming domain starts one such program per node at once.
+    """
     bin_dir = Path(sys.executable).parent
-    commands = {name: str(bin_dir / name) for name in PROGRAMS if (bin_dir / name).exists()}
+    launchers = LAUNCHERS if (LAUNCHERS / PROGRAMS[0]).is_file() else None
+    programs = launchers or bin_dir
+    commands = {name: str(programs / name) for name in PROGRAMS if (programs / name).exists()}
+    path = (imex_path, str(bin_dir), str(launchers) if launchers else None, SYSTEM_PATH)
     env = {
-        "PATH": ":".join(p for p in (imex_path, str(bin_dir), SYSTEM_PATH) if p),
+        "PATH": ":".join(p for p in path if p),
         "PYTHONUNBUFFERED": "1",
+        "SSL_CERT_FILE": str(trusted_ca) if trusted_ca is not None else os.devnull,
     }
+    if launchers is not None:
+        env["COMPUTEDOMAIN_PYTHON"] = sys.executable
     if os.environ.get("PYTHONPATH"):
         env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     return Image(commands=commands, env=env)
@@ -177,7 +196,7 @@ class SimCluster:
         self._spawn(
             "pod-garbage-collector", lambda e: PodGarbageCollector(self._api(), events=e).run()
         )
-        image = image_for(self.config.imex_path)
+        image = image_for(self.config.imex_path, cert.cert_path if cert is not None else None)
         for node in node_configs:
             events = EventRecorder(self._api(), component="kubelet", host=node.name)
             kubelet = Kubelet(
