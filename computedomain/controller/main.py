@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import computedomain
 from computedomain.controller import flags
 from computedomain.controller.flags import ProgramConfig
-from computedomain.runtime import logs, supervisor
+from computedomain.runtime import gcstartup, logs, supervisor
 
 if TYPE_CHECKING:
     from computedomain.controller.controller import Controller
@@ -37,15 +37,17 @@ def identity(pod_name: str) -> str:
 async def run(config: ProgramConfig) -> int:
     """Wire and run every part until a stop (0); raises FatalError when a critical part fails."""
     # Imported here, after the settings were checked: the Kubernetes client takes seconds to
-    # import, and a bad setting (or --help) should answer at once.
-    from prometheus_client import CollectorRegistry  # noqa: PLC0415
+    # import, and a bad setting (or --help) should answer at once. The garbage collector is
+    # paused meanwhile (computedomain.runtime.gcstartup).
+    with gcstartup.paused():
+        from prometheus_client import CollectorRegistry  # noqa: PLC0415
 
-    from computedomain.controller.controller import Controller  # noqa: PLC0415
-    from computedomain.controller.metrics import ControllerMetrics  # noqa: PLC0415
-    from computedomain.kube.client import ClientConfig, connect  # noqa: PLC0415
-    from computedomain.kube.events import EventRecorder  # noqa: PLC0415
-    from computedomain.kube.leaderelection import LeaderElector  # noqa: PLC0415
-    from computedomain.runtime.httpserver import HttpServer  # noqa: PLC0415
+        from computedomain.controller.controller import Controller  # noqa: PLC0415
+        from computedomain.controller.metrics import ControllerMetrics  # noqa: PLC0415
+        from computedomain.kube.client import ClientConfig, connect  # noqa: PLC0415
+        from computedomain.kube.events import EventRecorder  # noqa: PLC0415
+        from computedomain.kube.leaderelection import LeaderElector  # noqa: PLC0415
+        from computedomain.runtime.httpserver import HttpServer  # noqa: PLC0415
 
     api = await connect(
         ClientConfig(
