@@ -4,6 +4,12 @@ Used for ``imexd.cfg`` and ``nodes.cfg`` (files in directories that are ours, so
 safe); the hosts file has its own two strategies in :mod:`computedomain.daemon.hostsfile`. The
 atomic write itself is :func:`computedomain.runtime.files.atomic_write`. Blocking: async
 callers use ``to_thread``.
+
+Both files are written without fsync: the daemon renders them from its settings and the clique
+at every start, before ``nvidia-imex`` starts, and a power loss or a kernel crash (the only
+events an fsync protects against) reboots the node and so restarts the daemon pod, which
+rewrites them. A reader never sees a partial file either way (the swap is atomic). An fsync of
+each was 0.6 ms on an idle disk here and more while a domain forms, on every node at once.
 """
 
 from __future__ import annotations
@@ -29,5 +35,5 @@ def write_if_changed(path: Path, text: str, mode: int = 0o644) -> bool:
             return False
     except (FileNotFoundError, UnicodeDecodeError):
         pass
-    atomic_write(path, text.encode(), mode)
+    atomic_write(path, text.encode(), mode, durable=False)  # see the module docstring
     return True

@@ -80,5 +80,6 @@ def write_config(imexd_dir: Path, *, pod_ip: str) -> Path:
     # a process per probe), which must not pay for the file helpers' asyncio.
     from computedomain.daemon.files import atomic_write  # noqa: PLC0415
 
-    atomic_write(config_path, text.encode())
+    # Not fsynced (computedomain.daemon.files): rendered again at every start of the daemon.
+    atomic_write(config_path, text.encode(), durable=False)
     return config_path
