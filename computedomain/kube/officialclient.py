@@ -4,18 +4,23 @@
 ``kubernetes/aio/__init__.py``, and those import every subsystem of both clients: the
 synchronous client's kubeconfig loader (with requests, urllib3, oauthlib), the dynamic clients,
 watch, stream, utils, leader election and the informer. We use none of them: :mod:`.client`
-needs the asyncio ``ApiClient``, ``Configuration``, REST client and kubeconfig loader, and
-:mod:`.errors` the two exception modules. The initialisers were 94 of the 405 ms of CPU a
-daemon spends importing its parts (``-c "import computedomain.daemon.config,
-computedomain.daemon.runner"``, 40 runs), and a daemon starts per node per domain.
+needs the asyncio ``ApiClient``, ``Configuration``, REST client and one of the two config
+loaders, and :mod:`.errors` the two exception modules. ``kubernetes.aio.config`` and
+``kubernetes.aio.utils`` are left uninitialised too: the first imports the kubeconfig loader
+(PyYAML, the exec and OIDC providers) even for a pod that uses its in-cluster configuration,
+the second the YAML object creator, which only the REST client's retry helper sits next to.
+The two top initialisers were 94 of the 405 ms of CPU a daemon spends importing its parts
+(``-c "import computedomain.daemon.config, computedomain.daemon.runner"``, 40 runs), and a
+daemon starts per node per domain; the other two are PyYAML and the kubeconfig loader, about
+20 ms more for an in-cluster program.
 
-:func:`install` registers the two packages as package modules that have their installed search
+:func:`install` registers the four packages as package modules that have their installed search
 path but whose ``__init__`` has not run yet. Every submodule imports as usual, from the same
 files, unchanged; the initialiser runs the first time anyone asks the package for a name it
 would have defined (``kubernetes.__version__``, a bare ``kubernetes.config``, ``from kubernetes
 import watch``), so code that relies on the aggregation still works and only pays for it then.
-Our modules import by full name (``import kubernetes.aio.config as aio_config``, never ``from
-kubernetes.aio import config``) and never trigger it. When either package is already imported
+Our modules import by full name (``import kubernetes.aio.config.kube_config``, never ``from
+kubernetes.aio import config``) and never trigger it. When any of the packages is already imported
 (a test process that used the synchronous client first, say), nothing is changed.
 
 Called once from ``computedomain/kube/__init__.py``, so that it runs before any module of the
@@ -31,7 +36,8 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-_PACKAGES = ("kubernetes", "kubernetes.aio")
+# Parents before children (a child is found through its registered parent).
+_PACKAGES = ("kubernetes", "kubernetes.aio", "kubernetes.aio.config", "kubernetes.aio.utils")
 
 
 def install() -> None:
@@ -39,7 +45,6 @@ def install() -> None:
     Idempotent; does nothing if either is imported already or cannot be found."""
     if any(name in sys.modules for name in _PACKAGES):
         return
-    parent: types.ModuleType | None = None
     for name in _PACKAGES:
         spec = importlib.util.find_spec(name)
         if spec is None or spec.loader is None or spec.submodule_search_locations is None:
@@ -47,9 +52,9 @@ def install() -> None:
         module = importlib.util.module_from_spec(spec)
         module.__getattr__ = _initialiser(module, spec.loader)  # type: ignore[method-assign]
         sys.modules[name] = module
-        if parent is not None:
-            setattr(parent, name.rpartition(".")[2], module)
-        parent = module
+        parent, _, child = name.rpartition(".")
+        if parent:
+            setattr(sys.modules[parent], child, module)
 
 
 def _initialiser(module: types.ModuleType, loader: importlib.abc.Loader) -> Callable[[str], Any]:
