@@ -113,6 +113,17 @@ def _send_all(sock: socket.socket, data: bytes) -> None:
         sock.setblocking(False)
 
 
+def _receive(sock: socket.socket) -> bytes | None:
+    """What a readable non-blocking socket has: None when nothing after all, ``b""`` when the
+    connection ended (closed, reset or otherwise failed), else the bytes."""
+    try:
+        return sock.recv(4096)
+    except BlockingIOError:
+        return None
+    except OSError:
+        return b""
+
+
 class Timer:
     __slots__ = ("callback", "cancelled")
 
@@ -202,12 +213,9 @@ class Inbound:
         standin.loop.watch(sock, selectors.EVENT_READ, self._readable)
 
     def _readable(self, _mask: int) -> None:
-        try:
-            data = self.sock.recv(4096)
-        except BlockingIOError:
+        data = _receive(self.sock)
+        if data is None:
             return
-        except OSError:
-            data = b""
         if self.greeted:
             if not data:
                 self.close()
@@ -279,12 +287,9 @@ class Connector:
 
     def _readable(self, _mask: int) -> None:
         assert self.sock is not None
-        try:
-            data = self.sock.recv(4096)
-        except BlockingIOError:
+        data = _receive(self.sock)
+        if data is None:
             return
-        except OSError:
-            data = b""
         if not data:
             self._retry()  # closed by the peer (or never answered)
             return
@@ -337,12 +342,9 @@ class Command:
         loop.watch(sock, selectors.EVENT_READ, self._readable)
 
     def _readable(self, _mask: int) -> None:
-        try:
-            data = self.sock.recv(4096)
-        except BlockingIOError:
+        data = _receive(self.sock)
+        if data is None:
             return
-        except OSError:
-            data = b""
         self.buffer += data
         if data and b"\n" not in self.buffer:
             return
