@@ -5,8 +5,8 @@ Called by :mod:`.kubelet` before it starts a container (through :mod:`.runtime`)
 files the mounts point at (hosts file, token, emptyDirs, placeholders) are written by the caller.
 
 The environment is built in layers, later ones winning: the image's (``PATH``), the node's
-(the simulated hardware, e.g. ``FAKE_NVML_CLIQUE``), what the kubelet provides (``KUBECONFIG``
-with the pod's service account token, ``CD_SIM_ISOLATION``), the container's ``env`` (with
+(the simulated hardware, e.g. ``FAKE_NVML_CLIQUE``), what the kubelet provides (the API
+server's address, ``CD_SIM_ISOLATION``), the container's ``env`` (with
 ``$(VAR)`` expansion and downward-API ``fieldRef``/``resourceFieldRef``), then the CDI ``env``
 edits, which the runtime applies last. ``command``/``args`` are expanded with the container's
 environment; a program of the image (``cd-controller`` ...) becomes its executable in the
@@ -17,6 +17,14 @@ namespace and paths stay as written. In ``pathmap`` mode there are no mounts: ev
 and argument that is a path under a mount target is rewritten to the mount's source, and the
 well-known path variables (:data:`PATH_ENV`) are set for mounts the program cannot be told about
 otherwise (its ``/etc/hosts``, the daemon's ``/imexd``).
+
+API access: in ``mountns`` mode against an HTTPS server a pod gets what a real one gets, the
+in-cluster configuration: its service account's token, the cluster CA and its namespace mounted
+at ``/var/run/secrets/kubernetes.io/serviceaccount`` (what the ServiceAccount admission plugin
+adds as a projected volume and the kubelet fills) and ``KUBERNETES_SERVICE_HOST``/``_PORT``.
+The programs then run their in-cluster code path, as in production. In ``pathmap`` mode that
+fixed path cannot be provided, and plain HTTP has no in-cluster form: there ``KUBECONFIG``
+names a kubeconfig with the same token instead.
 """
 
 from __future__ import annotations
@@ -39,6 +47,7 @@ __all__ = [
     "BindMount",
     "DevicePlaceholder",
     "Image",
+    "InCluster",
     "Isolation",
     "LaunchError",
     "LaunchSpec",
@@ -60,6 +69,7 @@ PATH_ENV: Mapping[str, str] = {
     "/driver-root": "DRIVER_ROOT_CTR_PATH",
 }
 ENV_ISOLATION = "CD_SIM_ISOLATION"
+SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 ENV_DEV_DIR = "CD_SIM_DEV_DIR"  # pathmap: where the container's /dev additions are
 
 
@@ -102,6 +112,24 @@ class Image:
 
 
 @attrs.frozen
+class InCluster:
+    """A pod's in-cluster API access: the directory holding its service account's ``token``,
+    ``ca.crt`` and ``namespace`` files, and the API server's address."""
+
+    directory: Path
+    host: str
+    port: int
+
+    def env(self) -> dict[str, str]:
+        port = str(self.port)
+        return {
+            "KUBERNETES_SERVICE_HOST": self.host,
+            "KUBERNETES_SERVICE_PORT": port,
+            "KUBERNETES_SERVICE_PORT_HTTPS": port,
+        }
+
+
+@attrs.frozen
 class PodContext:
     """The pod-level facts a container launch needs."""
 
@@ -114,6 +142,7 @@ class PodContext:
     isolation: Isolation
     node_env: Mapping[str, str] = attrs.field(factory=dict)
     kubeconfig: Path | None = None
+    in_cluster: InCluster | None = None  # used in mountns mode, else the kubeconfig
 
 
 @attrs.frozen
@@ -210,7 +239,12 @@ def build(
     env: dict[str, str] = dict(image.env)
     env.update(ctx.node_env)
     env[ENV_ISOLATION] = str(ctx.isolation)
-    if ctx.kubeconfig is not None:
+    if ctx.in_cluster is not None and ctx.isolation is Isolation.MOUNTNS:
+        if all(m.target != SERVICE_ACCOUNT_DIR for m in mounts):
+            account = BindMount(ctx.in_cluster.directory, SERVICE_ACCOUNT_DIR, read_only=True)
+            mounts = (*mounts, account)
+        env.update(ctx.in_cluster.env())
+    elif ctx.kubeconfig is not None:
         env["KUBECONFIG"] = str(ctx.kubeconfig)
     declared = _container_env(container, ctx)
     env.update(declared)

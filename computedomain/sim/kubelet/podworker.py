@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import shutil
+import urllib.parse
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -93,6 +94,7 @@ class PodWorker:
         self._kills: set[asyncio.Future[None]] = set()
         self._container_tasks: list[asyncio.Future[None]] = []
         self._token: str | None = None
+        self._in_cluster: launch.InCluster | None = None
         self._waiting_message = ""
 
     # -- inputs from the kubelet -----------------------------------------------------------
@@ -284,6 +286,15 @@ class PodWorker:
             if (spec.get("serviceAccountName") or "default") == "default":
                 return None  # nobody made the namespace's default account: run without one
             raise
+        server = urllib.parse.urlsplit(self.ctx.server_url)
+        if self.ctx.server_ca is not None and server.scheme == "https" and server.hostname:
+            directory = path.with_name("serviceaccount")
+            namespace = str((self.pod.get("metadata") or {}).get("namespace", "default"))
+            await tokens.write_service_account(
+                directory, self._token, namespace, self.ctx.server_ca
+            )
+            port = server.port or 443
+            self._in_cluster = launch.InCluster(directory, server.hostname, port)
         return path
 
     async def _volumes(self, context: launch.PodContext, pod_dir: Path) -> Mapping[str, Path]:
@@ -307,6 +318,7 @@ class PodWorker:
             isolation=self.ctx.isolation,
             node_env=self.ctx.node.env,
             kubeconfig=kubeconfig,
+            in_cluster=self._in_cluster if kubeconfig is not None else None,
         )
 
     def _spec_factory(

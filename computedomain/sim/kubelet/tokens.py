@@ -1,15 +1,18 @@
 """Service account credentials for a simulated pod: a TokenRequest for the pod's service
-account, written into a kubeconfig of the pod's own (the simulation's stand-in for the projected
-token volume and in-cluster config).
+account, written as the projected service-account volume a real pod gets (``token``,
+``ca.crt``, ``namespace``) and into a kubeconfig of the pod's own.
 
-Called by :mod:`.podworker`; the container gets ``KUBECONFIG`` pointing at the file, so the
-components authenticate as their service account and the API server enforces RBAC on them. The
-token is bound to the pod (``boundObjectRef``) and long-lived (30 days): the Python client
-reads a kubeconfig once, so a refreshed file would not reach a running program.
+Called by :mod:`.podworker`. Where the container can have the volume at its real path (a
+private mount namespace, an HTTPS server) it uses its in-cluster configuration, as in
+production; elsewhere ``KUBECONFIG`` points at the kubeconfig (:mod:`.launch` decides). Either
+way the components authenticate as their service account and the API server enforces RBAC on
+them. The token is bound to the pod (``boundObjectRef``) and long-lived (30 days): the Python
+client reads a kubeconfig once, so a refreshed file would not reach a running program.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 from collections.abc import Mapping
 from pathlib import Path
@@ -21,7 +24,13 @@ from computedomain.kube.resources import SERVICE_ACCOUNTS
 from computedomain.kube.rest import Api
 from computedomain.runtime import files
 
-__all__ = ["TOKEN_SECONDS", "kubeconfig_text", "request_token", "write_pod_kubeconfig"]
+__all__ = [
+    "TOKEN_SECONDS",
+    "kubeconfig_text",
+    "request_token",
+    "write_pod_kubeconfig",
+    "write_service_account",
+]
 
 TOKEN_SECONDS = 30 * 24 * 3600
 
@@ -80,3 +89,12 @@ async def write_pod_kubeconfig(
     text = kubeconfig_text(server, token, namespace, ca_pem)
     await files.write_atomic(path, text.encode(), mode=0o600)
     return token
+
+
+async def write_service_account(directory: Path, token: str, namespace: str, ca_pem: bytes) -> None:
+    """The files of a projected service-account volume (``token`` mode 0600, ``ca.crt`` and
+    ``namespace``), as the in-cluster configuration reads them. Raises OSError."""
+    await asyncio.to_thread(directory.mkdir, parents=True, exist_ok=True)
+    await files.write_atomic(directory / "token", token.encode(), mode=0o600)
+    await files.write_atomic(directory / "ca.crt", ca_pem, mode=0o644)
+    await files.write_atomic(directory / "namespace", namespace.encode(), mode=0o644)

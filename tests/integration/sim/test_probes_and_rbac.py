@@ -76,10 +76,16 @@ async def test_http_tcp_and_grpc_probes_reach_the_pod(tmp_path: Path) -> None:
 
 
 # python3 is the virtual environment's: the simulated image puts its bin directory on PATH.
+# As the components choose: the in-cluster configuration where the kubelet provides it (a private
+# mount namespace), else the kubeconfig it names.
 LIST_PODS = """
+import os
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
-config.load_kube_config()
+if os.environ.get('KUBERNETES_SERVICE_HOST'):
+    config.load_incluster_config()
+else:
+    config.load_kube_config()
 core = client.CoreV1Api()
 print('pods', len(core.list_namespaced_pod('work').items), flush=True)
 try:

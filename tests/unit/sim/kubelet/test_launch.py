@@ -6,12 +6,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
 from computedomain.sim.kubelet import cdi
 from computedomain.sim.kubelet.launch import (
+    SERVICE_ACCOUNT_DIR,
     BindMount,
     Image,
+    InCluster,
     Isolation,
     LaunchError,
     PodContext,
@@ -226,3 +229,45 @@ def test_pathmap_tells_the_plugin_where_the_driver_root_is_mounted() -> None:
     context = ctx(Isolation.PATHMAP, pod)
     spec = build(container, context, IMAGE, NO_EDITS, volume_sources(pod, context))
     assert spec.env["DRIVER_ROOT_CTR_PATH"] == str(ROOT)
+
+
+IN_CLUSTER = InCluster(Path("/state/pods/pod-uid/serviceaccount"), "127.0.0.1", 6443)
+
+
+def test_mountns_gives_the_in_cluster_configuration_not_a_kubeconfig() -> None:
+    context = attrs.evolve(ctx(Isolation.MOUNTNS), in_cluster=IN_CLUSTER)
+    spec = build(PLUGIN, context, IMAGE, cdi.ContainerEdits(), volume_sources(PLUGIN_POD, context))
+    assert BindMount(IN_CLUSTER.directory, SERVICE_ACCOUNT_DIR, read_only=True) in spec.mounts
+    assert spec.env["KUBERNETES_SERVICE_HOST"] == "127.0.0.1"
+    assert spec.env["KUBERNETES_SERVICE_PORT"] == "6443"
+    assert "KUBECONFIG" not in spec.env
+
+
+def test_pathmap_keeps_the_kubeconfig_where_the_fixed_path_cannot_be_given() -> None:
+    context = attrs.evolve(ctx(Isolation.PATHMAP), in_cluster=IN_CLUSTER)
+    spec = build(PLUGIN, context, IMAGE, cdi.ContainerEdits(), volume_sources(PLUGIN_POD, context))
+    assert all(m.target != SERVICE_ACCOUNT_DIR for m in spec.mounts)
+    assert "KUBERNETES_SERVICE_HOST" not in spec.env
+    assert spec.env["KUBECONFIG"].endswith("kubeconfig")
+
+
+def test_a_pod_mounting_its_own_service_account_volume_keeps_it() -> None:
+    pod = {
+        **PLUGIN_POD,
+        "spec": {
+            **PLUGIN_POD["spec"],
+            "volumes": [*PLUGIN_POD["spec"]["volumes"], {"name": "sa", "emptyDir": {}}],
+        },
+    }
+    container = {
+        **PLUGIN,
+        "volumeMounts": [
+            *PLUGIN.get("volumeMounts", []),
+            {"name": "sa", "mountPath": SERVICE_ACCOUNT_DIR},
+        ],
+    }
+    context = attrs.evolve(ctx(Isolation.MOUNTNS, pod), in_cluster=IN_CLUSTER)
+    spec = build(container, context, IMAGE, cdi.ContainerEdits(), volume_sources(pod, context))
+    assert [m.source for m in spec.mounts if m.target == SERVICE_ACCOUNT_DIR] == [
+        volume_sources(pod, context)["sa"]
+    ]
