@@ -232,8 +232,9 @@ def _kind(pid: int) -> str | None:
     with open(f"/proc/{pid}/cmdline", "rb") as f:
         argv = f.read().split(b"\0")
     # The program's name is the interpreter's script or module, or (through a bin/ launcher)
-    # the launcher's path a few arguments further on.
-    words = " ".join(Path(a.decode(errors="replace")).name for a in argv[:7])
+    # the launcher's path a few arguments further on (after the checkout's path for
+    # cd-imex-daemon in a checkout).
+    words = " ".join(Path(a.decode(errors="replace")).name for a in argv[:9])
     if b"check" in argv:
         return None  # an exec probe (cd-imex-daemon check), counted with the exited children
     return next((k for k, marker in COMPONENTS if marker in words), None)

@@ -68,15 +68,27 @@ def _cmdline(pid: int) -> list[str]:
     return [part.decode(errors="replace") for part in raw.split(b"\0") if part]
 
 
-def _running(pid: int, tree: Mapping[int, list[int]], program: str) -> int | None:
-    """The first process in ``pid``'s tree (itself included) running ``program`` (by name, or
-    the stand-in's module for ``nvidia-imex``: its wrapper execs ``python -m <module>``)."""
+# How many leading arguments name the program: the interpreter's ``bin/`` launcher execs
+# ``python [-S] -P -c CODE [CHECKOUT] MODULE LAUNCHER ...``, so the launcher's path is the 6th
+# to 8th; the stand-in's wrapper execs ``python -m MODULE``.
+PROGRAM_ARGS: Final = 8
+
+
+def running_program(args: list[str], program: str) -> bool:
+    """Whether a command line runs ``program`` (by name, or the stand-in's module for
+    ``nvidia-imex``). Pure."""
     module = wrappers.MODULES.get(program)
+    return any(
+        Path(arg).name == program or (module and arg == module) for arg in args[:PROGRAM_ARGS]
+    )
+
+
+def _running(pid: int, tree: Mapping[int, list[int]], program: str) -> int | None:
+    """The first process in ``pid``'s tree (itself included) running ``program``."""
     todo = [pid]
     while todo:
         current = todo.pop(0)
-        args = _cmdline(current)[:3]
-        if any(Path(arg).name == program or (module and arg == module) for arg in args):
+        if running_program(_cmdline(current), program):
             return current
         todo.extend(tree.get(current, []))
     return None

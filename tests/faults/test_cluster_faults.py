@@ -154,6 +154,9 @@ async def fault_run(seed: int, state_dir: Path, *, racks: int, per_rack: int, st
         up = time.monotonic() - started
         processes = Processes(api)
         await processes.refresh()
+        # Every component is a target from the start (a kill that finds nothing is no fault).
+        assert processes.of("controller"), processes.table
+        assert len(processes.of("plugin")) == nodes, processes.table
         faults_by_kind = faults_for(cluster, processes)
         scheduler = scheduler_for(faults_by_kind, seed, scale)
         workload = Workload(api)
@@ -170,9 +173,16 @@ async def fault_run(seed: int, state_dir: Path, *, racks: int, per_rack: int, st
             kinds = sorted(faults_by_kind) if force_all else []
             for kind in rng.sample(kinds, len(kinds)):
                 if scheduler.counts[kind] == 0:
-                    await processes.refresh()
-                    event = await scheduler.fire(faults_by_kind[kind])
+                    # Live domains have daemons and stand-ins, so each kind finds a target
+                    # (within a while: an earlier fault may be restarting the one there is).
+                    for _ in range(60):
+                        await processes.refresh()
+                        event = await scheduler.fire(faults_by_kind[kind])
+                        if event is not None or not workload.live:
+                            break
+                        await asyncio.sleep(0.5)
                     seen.append(f"{kind} {'fired' if event else 'found no target'}")
+                    assert event is not None or not workload.live, f"{kind} found no target"
             # End with some domains deleted and some live: both kinds of invariant apply.
             if workload.live and rng.random() < 0.5:
                 await workload.delete(next(iter(workload.live)))
