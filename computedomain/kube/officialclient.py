@@ -20,8 +20,8 @@ files, unchanged; the initialiser runs the first time anyone asks the package fo
 would have defined (``kubernetes.__version__``, a bare ``kubernetes.config``, ``from kubernetes
 import watch``), so code that relies on the aggregation still works and only pays for it then.
 Our modules import by full name (``import kubernetes.aio.config.kube_config``, never ``from
-kubernetes.aio import config``) and never trigger it. When any of the packages is already imported
-(a test process that used the synchronous client first, say), nothing is changed.
+kubernetes.aio import config``) and never trigger it. When any of the packages is already
+imported (a test process that used the synchronous client first, say), nothing is changed.
 
 Called once from ``computedomain/kube/__init__.py``, so that it runs before any module of the
 package imports the client.
@@ -41,8 +41,8 @@ _PACKAGES = ("kubernetes", "kubernetes.aio", "kubernetes.aio.config", "kubernete
 
 
 def install() -> None:
-    """Register ``kubernetes`` and ``kubernetes.aio`` uninitialised (see the module doc).
-    Idempotent; does nothing if either is imported already or cannot be found."""
+    """Register the packages of ``_PACKAGES`` uninitialised (see the module doc).
+    Idempotent; does nothing if any is imported already or cannot be found."""
     if any(name in sys.modules for name in _PACKAGES):
         return
     for name in _PACKAGES:
