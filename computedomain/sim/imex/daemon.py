@@ -265,9 +265,12 @@ class Connector:
     def start(self) -> None:
         self.timer = None
         self.buffer, self.verified = b"", False
-        sock = self.sock = socket.socket(_family(self.ip), socket.SOCK_STREAM)
-        sock.setblocking(False)
-        code = sock.connect_ex((self.ip, self.standin.port))
+        try:
+            sock = self.sock = socket.socket(_family(self.ip), socket.SOCK_STREAM)
+            sock.setblocking(False)
+            code = sock.connect_ex((self.ip, self.standin.port))
+        except OSError:  # no socket to be had (EMFILE), or an address it cannot use
+            code = -1
         if code not in (0, errno.EINPROGRESS):
             self._retry()
             return
@@ -365,7 +368,7 @@ def listen(
     def ready(_mask: int) -> None:
         try:
             conn, _ = server.accept()
-        except (BlockingIOError, ConnectionAbortedError):
+        except OSError:  # nothing after all, aborted, or out of descriptors
             return
         accepted(conn)
 
