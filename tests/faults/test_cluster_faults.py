@@ -175,14 +175,18 @@ async def fault_run(seed: int, state_dir: Path, *, racks: int, per_rack: int, st
                 if scheduler.counts[kind] == 0:
                     # Live domains have daemons and stand-ins, so each kind finds a target
                     # (within a while: an earlier fault may be restarting the one there is).
-                    for _ in range(60):
+                    fired: list[object] = []
+
+                    async def fire(kind: str = kind, fired: list[object] = fired) -> bool:
                         await processes.refresh()
                         event = await scheduler.fire(faults_by_kind[kind])
-                        if event is not None or not workload.live:
-                            break
-                        await asyncio.sleep(0.5)
-                    seen.append(f"{kind} {'fired' if event else 'found no target'}")
-                    assert event is not None or not workload.live, f"{kind} found no target"
+                        if event is not None:
+                            fired.append(event)
+                        return bool(fired) or not workload.live
+
+                    await until(fire, 30)
+                    seen.append(f"{kind} {'fired' if fired else 'found no target'}")
+                    assert fired or not workload.live, f"{kind} found no target"
             # End with some domains deleted and some live: both kinds of invariant apply.
             if workload.live and rng.random() < 0.5:
                 await workload.delete(next(iter(workload.live)))
