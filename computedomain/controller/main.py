@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import computedomain
 from computedomain.controller import flags
 from computedomain.controller.flags import ProgramConfig
-from computedomain.runtime import gcstartup, logs, supervisor
+from computedomain.runtime import gcstartup, logs, supervisor, tlsstartup
 
 if TYPE_CHECKING:
     from computedomain.controller.controller import Controller
@@ -38,8 +38,9 @@ async def run(config: ProgramConfig) -> int:
     """Wire and run every part until a stop (0); raises FatalError when a critical part fails."""
     # Imported here, after the settings were checked: the Kubernetes client takes seconds to
     # import, and a bad setting (or --help) should answer at once. The garbage collector is
-    # paused meanwhile (computedomain.runtime.gcstartup).
-    with gcstartup.paused():
+    # paused meanwhile (computedomain.runtime.gcstartup), and the trust store is read only if a
+    # connection needs it (computedomain.runtime.tlsstartup).
+    with gcstartup.paused(), tlsstartup.deferred():
         from prometheus_client import CollectorRegistry  # noqa: PLC0415
 
         from computedomain.controller.controller import Controller  # noqa: PLC0415

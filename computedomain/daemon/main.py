@@ -107,10 +107,11 @@ def ensure_site() -> None:
 def run(ns: Values) -> int:
     """``run``: resolve the config, set up logging, and supervise the daemon's parts."""
     ensure_site()
-    # Imported here, not at the top (see the module docstring), without the garbage collector.
-    from computedomain.runtime import gcstartup  # noqa: PLC0415
+    # Imported here, not at the top (see the module docstring), without the garbage collector
+    # and without reading the trust store for contexts nobody uses.
+    from computedomain.runtime import gcstartup, tlsstartup  # noqa: PLC0415
 
-    with gcstartup.paused():
+    with gcstartup.paused(), tlsstartup.deferred():
         from computedomain.daemon import config  # noqa: PLC0415
 
         try:

@@ -6,7 +6,8 @@ corrupt checkpoint, a malformed object) is handled by the plugin without exiting
 
 The plugin's parts (gRPC, the Kubernetes client, the models) are imported once the settings
 are read, with the garbage collector paused (:mod:`computedomain.runtime.gcstartup`): 480 -> 340
-ms of CPU per start, and the simulation starts one plugin per node at once.
+ms of CPU per start, and the simulation starts one plugin per node at once; and without reading
+the system's trust store for aiohttp's unused default contexts (:mod:`.runtime.tlsstartup`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections.abc import Sequence
 
 from computedomain.api.errors import ConfigError, PermanentError
 from computedomain.kubeletplugin import config as cfg
-from computedomain.runtime import gcstartup, logs, supervisor
+from computedomain.runtime import gcstartup, logs, supervisor, tlsstartup
 
 
 def _fail(message: str) -> int:
@@ -57,7 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = cfg.parse(sys.argv[1:] if argv is None else argv, os.environ)
     except ConfigError as exc:
         return _fail(str(exc))
-    with gcstartup.paused():
+    with gcstartup.paused(), tlsstartup.deferred():
         import computedomain.kube.client  # noqa: F401, PLC0415 -- see the module docstring
         from computedomain.kubeletplugin.plugin import COMPONENT  # noqa: PLC0415
     logs.setup(config.verbosity, COMPONENT)
