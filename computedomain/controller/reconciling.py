@@ -21,7 +21,7 @@ import attrs
 
 from computedomain.api import names
 from computedomain.api.errors import PermanentError, TemporaryError
-from computedomain.controller import objects, planning
+from computedomain.controller import coalescing, objects, planning
 from computedomain.controller.actions import Action, ConfirmGone, Kind, ReadLivePods, WriteStatus
 from computedomain.controller.applying import Applier
 from computedomain.controller.caches import Caches
@@ -106,12 +106,12 @@ class Reconciler:
     def _coalesce(self, uid: str, actions: tuple[Action, ...]) -> tuple[Action, ...]:
         """Defer a status write that comes too soon; re-queue the key for when it may.
 
-        A write that flips the domain's global status is urgent (see :mod:`.coalescing`).
+        A write that users wait on is urgent (see :func:`.coalescing.urgent`).
         """
         writes = [a for a in actions if isinstance(a, WriteStatus)]
         if not writes:
             return actions
-        urgent = any(a.global_status != (a.based_on or {}).get("status") for a in writes)
+        urgent = any(coalescing.urgent(a.based_on, a.status) for a in writes)
         wait = self.coalescer.wait(uid, urgent=urgent)
         if wait <= 0:
             return actions

@@ -7,6 +7,7 @@ import itertools
 from hypothesis import given
 from hypothesis import strategies as st
 
+from computedomain.controller import coalescing
 from computedomain.controller.coalescing import Coalescer
 
 
@@ -72,6 +73,30 @@ def test_a_quiet_domain_goes_back_to_the_base_window() -> None:
     assert window.current_window("a") == 0.25
 
 
+def test_changes_that_never_wait_but_keep_coming_widen_the_window() -> None:
+    """Changes spaced beyond the base window but within the cap (daemons joining one by one)
+    are a busy domain too: the window widens, so they are not each written."""
+    clock = _Clock()
+    window = Coalescer(0.25, clock, max_window=2.0)
+    writes = 0
+    due: float | None = None
+    for _ in range(36):  # a change every 0.5 s for 18 s
+        clock.now += 0.5
+        if due is not None and due <= clock.now:
+            window.wrote("a")
+            writes += 1
+            due = None
+        wait = window.wait("a")
+        if wait <= 0:
+            window.wrote("a")
+            writes += 1
+        elif due is None:
+            window.deferred("a")
+            due = clock.now + wait
+    assert window.current_window("a") == 2.0
+    assert writes <= 12  # about one per 2 s once widened, against 36 with a fixed window
+
+
 def test_urgent_writes_wait_for_the_base_window_only() -> None:
     clock = _Clock()
     window = Coalescer(0.25, clock, max_window=2.0)
@@ -124,3 +149,30 @@ def test_writes_follow_the_windows(
         assert base <= window.current_window("d") <= max(base, cap)
     for earlier, later in itertools.pairwise(writes):
         assert later - earlier >= base - 1e-9
+
+
+def _status(global_status: str, **nodes: str | None) -> dict[str, object]:
+    return {
+        "status": global_status,
+        "nodes": [{"name": n, **({"status": s} if s else {})} for n, s in nodes.items()],
+    }
+
+
+def test_turning_ready_is_urgent() -> None:
+    assert coalescing.urgent(_status("NotReady", a="NotReady"), _status("Ready", a="Ready"))
+    assert coalescing.urgent(None, _status("Ready"))
+
+
+def test_losing_a_node_or_its_readiness_is_urgent() -> None:
+    assert coalescing.urgent(_status("Ready", a="Ready", b="Ready"), _status("NotReady", a="Ready"))
+    assert coalescing.urgent(_status("Ready", a="Ready"), _status("NotReady", a="NotReady"))
+    # An entry without a status counts as ready.
+    assert coalescing.urgent(_status("Ready", a=None), _status("NotReady", a="NotReady"))
+
+
+def test_nodes_joining_or_an_unchanged_global_status_are_not_urgent() -> None:
+    joined = _status("NotReady", a="Ready", b="NotReady")
+    assert not coalescing.urgent(_status("Ready", a="Ready"), joined)
+    assert not coalescing.urgent(_status("NotReady", a="NotReady"), _status("NotReady", a="Ready"))
+    assert not coalescing.urgent(joined, _status("NotReady", a="Ready", b="NotReady", c="NotReady"))
+    assert not coalescing.urgent({"status": "Ready", "nodes": "garbage"}, {"status": "NotReady"})
