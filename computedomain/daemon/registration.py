@@ -35,6 +35,15 @@ descheduled request on a loaded machine from stretching a small clique's join (m
 daemons at load 4-6 on 2 cores: 1.1 s on average over six runs, against 1.7 s when the first
 trip was taken as it came).
 
+A status change (the readiness flip) is sent as a JSON patch instead: a ``test`` that the
+own entry is still where and what it was, then a ``replace`` of its status
+(:meth:`~computedomain.daemon.shapes.Shape.status_patch`). It carries no resourceVersion, so
+daemons turning Ready together, or joining meanwhile, no longer make each other's flips fail:
+with 288 daemons in 16 cliques, 0.77 conflicts per flip as compare-and-swap. Nothing is written
+from a stale list: the patch names only the own entry's status, and a test that fails (an
+entry before ours was removed, or the own entry changed) falls back to the compare-and-swap on
+a fresh read, as does a role without ``patch`` (logged once).
+
 The same spreading is applied before creating the object: when a domain forms, every daemon of
 a clique finds it absent at once and only one create can succeed (measured with 18 daemons: 1.3
 writes per daemon with it, 2.2 without). A write is only made when the plan changes something
@@ -82,6 +91,7 @@ class WriteStats:
     writes: int = 0  # every create/update sent, successful or not
     conflicts: int = 0  # 409s (resourceVersion conflicts and AlreadyExists)
     reads: int = 0  # GETs
+    stale_patches: int = 0  # status patches whose test failed (then written whole)
 
 
 def resource_version(obj: Mapping[str, Any] | None) -> int | None:
@@ -143,6 +153,7 @@ class Registrar:
         self._cached = cached
         self._rng = rng or random.Random()
         self._slot = FIRST_SLOT
+        self._patch_allowed = True
         self.stats = WriteStats()
 
     async def read(self) -> dict[str, Any] | None:
@@ -206,7 +217,11 @@ class Registrar:
         )
         if planned is None:
             return Outcome(obj, None)
-        written = await self._timed_write(self.shape.write(self.api, self.shape.body(obj, planned)))
+        written = await self._patch_status(obj, planned)
+        if written is None:
+            written = await self._timed_write(
+                self.shape.write(self.api, self.shape.body(obj, planned))
+            )
         entry = planned.entry
         log.info(
             f"Successfully {planned.change} own entry",
@@ -216,6 +231,31 @@ class Registrar:
             status=entry.status if entry else None,
         )
         return Outcome(written, planned)
+
+    async def _patch_status(
+        self, obj: dict[str, Any], planned: membership.Planned
+    ) -> dict[str, Any] | None:
+        """A status change as a JSON patch (see the module doc); None when it must be written
+        whole instead: not a status change, a test that failed (the list moved or the own entry
+        changed since ``obj`` was read), or no ``patch`` permission (an older role)."""
+        if not self._patch_allowed:
+            return None
+        ops = self.shape.status_patch(obj, planned)
+        if ops is None:
+            return None
+        try:
+            return await self._timed_write(self.shape.patch(self.api, ops))
+        except errors.Invalid:
+            self.stats.stale_patches += 1
+            return None
+        except errors.Forbidden as exc:
+            log.warning(
+                "Cannot patch own entry; writing the whole object from now on",
+                object=f"{self.shape.resource.kind} {self.shape.namespace}/{self.shape.name}",
+                error=str(exc),
+            )
+            self._patch_allowed = False
+            return None
 
     async def _create(self, op: membership.Op) -> Outcome:
         # Nothing to remove from (None), no status to set (NotListed), or an insert.

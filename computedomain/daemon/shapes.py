@@ -24,7 +24,7 @@ from computedomain.api.models import DaemonInfo, Status
 from computedomain.daemon.identity import Identity
 from computedomain.daemon.membership import Change, Planned, Scope, find
 from computedomain.kube import resources
-from computedomain.kube.rest import Api
+from computedomain.kube.rest import Api, PatchType
 
 _STATUSES = {status.value: status for status in Status}
 
@@ -86,6 +86,37 @@ def _with_change(items: list[Any], planned: Planned, node_name: str, key: str) -
     return result
 
 
+def _status_patch(
+    items: list[Any], planned: Planned, node_name: str, key: str, pointer: str
+) -> list[dict[str, Any]] | None:
+    """A JSON patch (RFC 6902) that sets only the own item's status, or None. Pure.
+
+    Only for a status change of an own item found in ``items``. The patch first tests that the
+    item at that position is still the own one as read (every identifying field we model, the
+    status aside), then replaces or adds its status: concurrent writes to other entries leave it
+    valid, so a readiness flip needs no resourceVersion and cannot lose a compare-and-swap race.
+    A removal that shifts the list, or a change of the own item, fails the test (422).
+    """
+    if planned.change is not Change.STATUS_SET or planned.entry is None:
+        return None
+    pos = next(
+        (i for i, it in enumerate(items) if isinstance(it, dict) and it.get(key) == node_name),
+        None,
+    )
+    if pos is None or planned.entry.status is None:
+        return None
+    item = items[pos]
+    path = f"{pointer}/{pos}"
+    ops: list[dict[str, Any]] = [
+        {"op": "test", "path": f"{path}/{field}", "value": item[field]}
+        for field in (key, "index", "ipAddress", "cliqueID", "podUID")
+        if field in item
+    ]
+    verb = "replace" if "status" in item else "add"
+    ops.append({"op": verb, "path": f"{path}/status", "value": planned.entry.status.value})
+    return ops
+
+
 class Shape(Protocol):
     """Where one daemon's membership list lives and how it is written."""
 
@@ -122,6 +153,15 @@ class Shape(Protocol):
 
     async def write(self, api: Api, body: dict[str, Any]) -> dict[str, Any]:
         """Compare-and-swap ``body`` (it carries the resourceVersion read). Raises ApiError."""
+        ...
+
+    def status_patch(self, obj: Mapping[str, Any], planned: Planned) -> list[dict[str, Any]] | None:
+        """A JSON patch that makes ``planned`` (a status change) true without a
+        compare-and-swap, or None when the change needs the whole-object write. Pure."""
+        ...
+
+    async def patch(self, api: Api, ops: list[dict[str, Any]]) -> dict[str, Any]:
+        """Apply a JSON patch of :meth:`status_patch`. Raises ApiError (Invalid: a test failed)."""
         ...
 
     def num_nodes(self, obj: Mapping[str, Any]) -> int | None:
@@ -197,6 +237,20 @@ class CliqueShape:
     async def write(self, api: Api, body: dict[str, Any]) -> dict[str, Any]:
         return await api.update(self.resource, body)
 
+    def status_patch(self, obj: Mapping[str, Any], planned: Planned) -> list[dict[str, Any]] | None:
+        refs = (obj.get("metadata") or {}).get("ownerReferences") or []
+        if self.identity.pod_uid and not any(
+            isinstance(r, dict) and r.get("uid") == self.identity.pod_uid for r in refs
+        ):
+            return None  # the whole-object write also adds the own pod as an owner
+        items = list(obj.get("daemons") or [])
+        return _status_patch(items, planned, self.identity.node_name, "nodeName", "/daemons")
+
+    async def patch(self, api: Api, ops: list[dict[str, Any]]) -> dict[str, Any]:
+        return await api.patch(
+            self.resource, self.name, ops, namespace=self.namespace, patch_type=PatchType.JSON
+        )
+
     def num_nodes(self, obj: Mapping[str, Any]) -> int | None:
         return None
 
@@ -248,6 +302,23 @@ class StatusShape:
 
     async def write(self, api: Api, body: dict[str, Any]) -> dict[str, Any]:
         return await api.update_status(self.resource, body)
+
+    def status_patch(self, obj: Mapping[str, Any], planned: Planned) -> list[dict[str, Any]] | None:
+        status = obj.get("status") or {}
+        if "status" not in status:
+            return None  # the whole-object write also sets the domain's global status
+        items = list(status.get("nodes") or [])
+        return _status_patch(items, planned, self.identity.node_name, "name", "/status/nodes")
+
+    async def patch(self, api: Api, ops: list[dict[str, Any]]) -> dict[str, Any]:
+        return await api.patch(
+            self.resource,
+            self.name,
+            ops,
+            namespace=self.namespace,
+            patch_type=PatchType.JSON,
+            subresource="status",
+        )
 
     def num_nodes(self, obj: Mapping[str, Any]) -> int | None:
         value = (obj.get("spec") or {}).get("numNodes")

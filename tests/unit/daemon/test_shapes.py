@@ -153,3 +153,67 @@ def test_status_mode_writes_status_nodes_by_name() -> None:
     assert [n["name"] for n in body["status"]["nodes"]] == ["n0", "n1"]
     assert "nodeName" not in body["status"]["nodes"][1]
     assert shape.num_nodes(cd) == 2
+
+
+MINE = {"nodeName": "n1", "ipAddress": "10.0.0.1", "cliqueID": CLIQUE, "index": 1,
+        "status": "NotReady", "podUID": "uid-1", "future": True}  # fmt: skip
+
+
+def _flip(shape: CliqueShape | StatusShape, obj: dict[str, Any]) -> membership.Planned:
+    planned = membership.plan(
+        shape.entries(obj),
+        membership.SetStatus("n1", Status.READY, pod_uid="uid-1"),
+        policy=POLICY,
+        scope=shape.scope,
+    )
+    assert planned is not None
+    return planned
+
+
+def test_a_readiness_flip_patches_only_the_own_status_after_testing_the_own_entry() -> None:
+    shape = CliqueShape(ME, 18)
+    obj = clique_object(PEER, MINE)
+    obj["metadata"]["ownerReferences"].append({"uid": "uid-1"})
+    assert shape.status_patch(obj, _flip(shape, obj)) == [
+        {"op": "test", "path": "/daemons/1/nodeName", "value": "n1"},
+        {"op": "test", "path": "/daemons/1/index", "value": 1},
+        {"op": "test", "path": "/daemons/1/ipAddress", "value": "10.0.0.1"},
+        {"op": "test", "path": "/daemons/1/cliqueID", "value": CLIQUE},
+        {"op": "test", "path": "/daemons/1/podUID", "value": "uid-1"},
+        {"op": "replace", "path": "/daemons/1/status", "value": "Ready"},
+    ]
+    # An entry without a status (upstream never writes one absent, but a peer may) gets one.
+    bare = {k: v for k, v in MINE.items() if k not in ("status", "podUID")}
+    obj["daemons"] = [bare]
+    ops = shape.status_patch(obj, _flip(shape, obj))
+    assert ops is not None
+    assert ops[-1] == {
+        "op": "add", "path": "/daemons/0/status", "value": "Ready"
+    }  # fmt: skip
+
+
+def test_what_a_patch_cannot_say_is_written_whole() -> None:
+    shape = CliqueShape(ME, 18)
+    obj = clique_object(PEER, MINE)  # the own pod is not among the owners yet
+    assert shape.status_patch(obj, _flip(shape, obj)) is None
+    obj["metadata"]["ownerReferences"].append({"uid": "uid-1"})
+    join = membership.plan(
+        shape.entries(clique_object(PEER)),
+        membership.Register("n1", "10.0.0.1", CLIQUE, pod_uid="uid-1"),
+        policy=POLICY,
+        scope=shape.scope,
+    )
+    assert join is not None
+    assert shape.status_patch(obj, join) is None  # not a status change
+
+
+def test_status_mode_patches_status_nodes_when_the_global_status_is_set() -> None:
+    shape = StatusShape(ME, 18)
+    mine = {k: v for k, v in MINE.items() if k != "nodeName"} | {"name": "n1"}
+    cd: dict[str, Any] = {"metadata": {"uid": "cd-uid"}, "status": {"nodes": [mine]}}
+    assert shape.status_patch(cd, _flip(shape, cd)) is None  # the write also sets it
+    cd["status"]["status"] = "NotReady"
+    ops = shape.status_patch(cd, _flip(shape, cd))
+    assert ops is not None
+    assert ops[0] == {"op": "test", "path": "/status/nodes/0/name", "value": "n1"}
+    assert ops[-1] == {"op": "replace", "path": "/status/nodes/0/status", "value": "Ready"}

@@ -1,0 +1,178 @@
+"""Readiness flips as JSON patches, against the embedded API server with the real client: a flip
+planned from an object a peer has written since lands without a conflict; a removal that
+shifts the list, or a role without ``patch``, falls back to the compare-and-swap; nothing is
+lost either way."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from computedomain.api.models import Status
+from computedomain.daemon import membership
+from computedomain.daemon.identity import Identity
+from computedomain.daemon.registration import Registrar
+from computedomain.daemon.shapes import CliqueShape
+from computedomain.kube import resources
+from computedomain.kube.client import ClientConfig, connect
+from computedomain.kube.rest import Api
+from computedomain.policies import builtins
+from computedomain.sim.apiserver import testing
+from tests.integration.controller.test_rbac import RBAC
+from tests.integration.daemon.cluster import CRDS, Cluster, clique_id, random_cd_uid
+
+POLICY = builtins.LowestFreeIndex()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[testing.RunningServer]:
+    with testing.running(tmp_path_factory.mktemp("apiserver"), rbac=True) as running:
+        running.install_crds(CRDS)
+        yield running
+
+
+class Node:
+    """One daemon's registrar, planning from whatever object the test hands it. Its pod exists
+    (the clique is owned by the daemon pods: without them it would be garbage-collected)."""
+
+    def __init__(self, api: Api, identity: Identity) -> None:
+        self.identity = identity
+        self.shape = CliqueShape(self.identity, 18)
+        self.seen: dict[str, Any] | None = None
+        self.registrar = Registrar(
+            api, self.shape, POLICY, cached=lambda: self.seen, rng=random.Random(0)
+        )
+
+    @classmethod
+    async def start(cls, api: Api, cluster: Cluster, cd_uid: str, n: int) -> Node:
+        node, pod, ip = f"n{n}", f"daemon-{n}", f"10.3.0.{n}"
+        uid = await cluster.create_pod(pod, node, ip, cd_uid)
+        return cls(api, Identity(node, ip, uid, pod, cluster.namespace, clique_id(), cd_uid))
+
+    async def join(self) -> dict[str, Any]:
+        op = membership.Register(
+            self.identity.node_name, self.identity.pod_ip, clique_id(), self.identity.pod_uid
+        )
+        outcome = await self.registrar.apply(op)
+        assert outcome.obj is not None
+        return outcome.obj
+
+    async def flip(self, status: Status, seen: dict[str, Any]) -> dict[str, Any]:
+        self.seen = seen
+        op = membership.SetStatus(self.identity.node_name, status, self.identity.pod_uid)
+        outcome = await self.registrar.apply(op)
+        assert outcome.obj is not None
+        return outcome.obj
+
+
+def statuses(shape: CliqueShape, obj: dict[str, Any]) -> dict[str, tuple[int, Status | None]]:
+    return {e.node_name: (e.index, e.status) for e in shape.entries(obj)}
+
+
+async def _cluster(api: Api) -> Cluster:
+    cluster = Cluster(api, testing.unique_name("patch"))
+    await cluster.create_namespace()
+    return cluster
+
+
+async def test_a_flip_from_an_object_a_peer_wrote_since_needs_no_conflict(
+    server: testing.RunningServer,
+) -> None:
+    api = await connect(ClientConfig(url=server.url, token=server.token, qps=0))
+    try:
+        cluster, cd_uid = await _cluster(api), random_cd_uid()
+        a = await Node.start(api, cluster, cd_uid, 1)
+        b = await Node.start(api, cluster, cd_uid, 2)
+        await a.join()
+        both = await b.join()
+        await b.flip(Status.READY, both)  # ``both`` is now stale
+        result = await a.flip(Status.READY, both)
+        assert statuses(a.shape, result) == {
+            "n1": (0, Status.READY),
+            "n2": (1, Status.READY),
+        }
+        assert (a.registrar.stats.writes, a.registrar.stats.conflicts) == (2, 0)  # join, flip
+        # Readiness goes back the same way, and a flip to the status it has writes nothing.
+        result = await a.flip(Status.NOT_READY, result)
+        assert statuses(a.shape, result)["n1"] == (0, Status.NOT_READY)
+        await a.flip(Status.NOT_READY, result)
+        assert a.registrar.stats.writes == 3
+        live = await api.get(resources.COMPUTE_DOMAIN_CLIQUES, a.shape.name, cluster.namespace)
+        assert statuses(a.shape, live) == statuses(a.shape, result)
+    finally:
+        await api.close()
+
+
+async def test_a_removal_that_shifts_the_list_falls_back_to_compare_and_swap(
+    server: testing.RunningServer,
+) -> None:
+    api = await connect(ClientConfig(url=server.url, token=server.token, qps=0))
+    try:
+        cluster, cd_uid = await _cluster(api), random_cd_uid()
+        nodes = [await Node.start(api, cluster, cd_uid, n) for n in (1, 2, 3)]
+        for node in nodes:
+            seen = await node.join()
+        # The controller's cleanup removes the first entry: the third moves up one place.
+        cleaned = dict(seen, daemons=seen["daemons"][1:])
+        await api.update(resources.COMPUTE_DOMAIN_CLIQUES, cleaned)
+        last = nodes[2]
+        result = await last.flip(Status.READY, seen)
+        assert statuses(last.shape, result) == {
+            "n2": (1, Status.NOT_READY),
+            "n3": (2, Status.READY),
+        }
+        stats = last.registrar.stats
+        assert stats.stale_patches == 1  # the test saw another node at the old position
+        assert stats.conflicts == 1  # the whole-object write from the stale read, then re-read
+    finally:
+        await api.close()
+
+
+async def test_without_patch_permission_the_flip_is_written_whole(
+    server: testing.RunningServer,
+) -> None:
+    admin = await connect(ClientConfig(url=server.url, token=server.token, qps=0))
+    cluster, cd_uid = await _cluster(admin), random_cd_uid()
+    namespace = cluster.namespace
+    rules = [
+        {
+            "apiGroups": ["resource.nvidia.com"],
+            "resources": ["computedomaincliques"],
+            "verbs": ["get", "list", "watch", "create", "update"],
+        }
+    ]
+    account = await admin.create(
+        resources.SERVICE_ACCOUNTS, {"metadata": {"name": "older", "namespace": namespace}}
+    )
+    await admin.create(
+        resources.ROLES, {"metadata": {"name": "older", "namespace": namespace}, "rules": rules}
+    )
+    await admin.create(
+        resources.ROLE_BINDINGS,
+        {
+            "metadata": {"name": "older", "namespace": namespace},
+            "roleRef": {"apiGroup": RBAC, "kind": "Role", "name": "older"},
+            "subjects": [{"kind": "ServiceAccount", "name": "older", "namespace": namespace}],
+        },
+    )
+    state = server.server.state
+    assert state is not None
+    assert state.authenticator is not None
+    token, _ = state.authenticator.issue_service_account_token(
+        namespace, "older", account["metadata"]["uid"]
+    )
+    api = await connect(ClientConfig(url=server.url, token=str(token), qps=0))
+    try:
+        node = await Node.start(api, Cluster(admin, namespace), cd_uid, 1)
+        joined = await node.join()
+        result = await node.flip(Status.READY, joined)
+        assert statuses(node.shape, result) == {"n1": (0, Status.READY)}
+        result = await node.flip(Status.NOT_READY, result)  # no second patch is tried
+        assert statuses(node.shape, result) == {"n1": (0, Status.NOT_READY)}
+        assert node.registrar.stats.writes == 4  # join, refused patch, update, update
+    finally:
+        await api.close()
+        await admin.close()
