@@ -135,10 +135,13 @@ def main(argv: list[str] | None = None) -> int:
         print("IMEX command service is disabled (IMEX_CMD_ENABLED != 1)")
         return 1
     host = config.get("IMEX_CMD_BIND_INTERFACE_IP") or "127.0.0.1"
-    try:
-        port = int(config.get("IMEX_CMD_PORT") or 50005)
-    except ValueError:
-        print(f"IMEX_CMD_PORT={config.get('IMEX_CMD_PORT')!r} in {config_path} is not a port")
+    text = config.get("IMEX_CMD_PORT") or "50005"
+    if not (text.isascii() and text.isdigit()):  # decimal digits only, as ctl.bash reads it
+        print(f"IMEX_CMD_PORT={text!r} in {config_path} is not a port")
+        return 1
+    port = int(text)
+    if port > 0xFFFF:
+        print(f"IMEX daemon at {host}:{port} is not ready: port out of range")
         return 1
     try:
         answer = query(host, port)

@@ -6,10 +6,13 @@ so they work from a virtual environment without installing anything on the syste
 interpreter and checkout gets its own directory (a hash of their paths), written atomically,
 so concurrent callers never see a half-written script.
 
-``nvidia-imex-ctl`` runs once per readiness probe, so its wrapper runs the stand-in's file
-directly with ``-I -S`` (isolated, no ``site``): the stand-in imports only the standard library
-(:mod:`.ctl`), and skipping the virtual environment's start-up and the package is most of its
-cost. ``nvidia-imex`` starts once per daemon and runs as a module of the installed package.
+``nvidia-imex-ctl`` runs once per readiness probe, so where bash is installed its executable is
+the bash stand-in (``ctl.bash``, the same tool as :mod:`.ctl`: a bash start costs a fraction of
+a Python one, as the real tool, a small C program, does), and elsewhere its wrapper runs the
+Python stand-in's file directly with ``-I -S`` (isolated, no ``site``): that stand-in imports
+only the standard library, and skipping the virtual environment's start-up and the package is
+most of its cost. ``nvidia-imex`` starts once per daemon and runs as a module of the installed
+package.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shlex
+import shutil
 import sys
 from pathlib import Path
 
@@ -29,6 +33,9 @@ MODULES = {
 }
 # Stand-ins that are self-contained scripts (standard library only), run by path.
 SCRIPTS = {names.IMEX_CTL_BINARY: Path(__file__).resolve().with_name("ctl.py")}
+# The same tools in bash, used where bash is installed (a bash start costs a fraction of a
+# Python one; they run once per readiness probe).
+BASH_SCRIPTS = {names.IMEX_CTL_BINARY: Path(__file__).resolve().with_name("ctl.bash")}
 
 
 def default_root() -> Path:
@@ -55,16 +62,34 @@ def standalone_script(path: Path, interpreter: str) -> str:
     return f'#!/bin/sh\nexec {quoted} "$@"\n'
 
 
-def ensure(root: Path | None = None, interpreter: str | None = None) -> Path:
-    """Create (or refresh) the wrapper directory and return it. Idempotent; raises OSError."""
+def bash_script(path: Path, bash: str) -> str:
+    """The stand-in at ``path`` (a bash script without a ``#!`` line) as an executable run by
+    ``bash``. Pure apart from reading ``path``."""
+    return f"#!{bash}\n{path.read_text()}"
+
+
+def ensure(
+    root: Path | None = None, interpreter: str | None = None, *, bash: str | None = None
+) -> Path:
+    """Create (or refresh) the wrapper directory and return it. Idempotent; raises OSError.
+
+    ``bash``: the bash to run the bash stand-ins with (default: the one on PATH; ``""``: none,
+    use the Python ones).
+    """
     interpreter = interpreter or sys.executable
-    # The wrappers name the interpreter and this checkout's stand-in files.
-    digest = hashlib.sha256(f"{interpreter}\0{Path(__file__).parent}".encode()).hexdigest()[:12]
+    if bash is None:
+        bash = shutil.which("bash") or ""
+    # The wrappers name the interpreter, the bash and this checkout's stand-in files.
+    key = f"{interpreter}\0{bash}\0{Path(__file__).parent}"
+    digest = hashlib.sha256(key.encode()).hexdigest()[:12]
     directory = (root or default_root()) / f"imex-bin-{digest}"
     for binary, module in MODULES.items():
         path = directory / binary
         standalone = SCRIPTS.get(binary)
-        if standalone is not None:
+        in_bash = BASH_SCRIPTS.get(binary)
+        if in_bash is not None and bash:
+            text = bash_script(in_bash, bash)
+        elif standalone is not None:
             text = standalone_script(standalone, interpreter)
         else:
             text = script(module, interpreter)

@@ -1,7 +1,8 @@
-"""The ``nvidia-imex-ctl`` stand-in runs as a fresh process for every readiness probe of every
-simulated IMEX daemon (once a second during start-up), so what it loads is its cost: its wrapper
-runs it as a self-contained script without ``site`` and without the package (bench/e2e.py
-measures the effect). It reads the IMEX config as the daemon's reader does."""
+"""The Python ``nvidia-imex-ctl`` stand-in (the one used where there is no bash) runs as a fresh
+process for every readiness probe of every simulated IMEX daemon (once a second during
+start-up), so what it loads is its cost: its wrapper runs it as a self-contained script without
+``site`` and without the package (bench/e2e.py measures the effect). It reads the IMEX config as
+the daemon's reader does."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ CTL_FILE = Path(ctl.__file__)
 
 
 def test_the_wrapper_runs_the_stand_in_isolated_without_site(tmp_path: Path) -> None:
-    text = (wrappers.ensure(tmp_path) / names.IMEX_CTL_BINARY).read_text()
+    text = (wrappers.ensure(tmp_path, bash="") / names.IMEX_CTL_BINARY).read_text()
     assert f"-I -S {CTL_FILE}" in text
 
 
@@ -66,7 +67,7 @@ def test_the_addresses_tried_are_getaddrinfos(host: str) -> None:
 
 def ask_ctl(tmp_path: Path, config: Path) -> subprocess.CompletedProcess[str]:
     """``nvidia-imex-ctl -c <config> -q`` through the wrapper the simulation installs."""
-    wrapper = wrappers.ensure(tmp_path / "cache") / names.IMEX_CTL_BINARY
+    wrapper = wrappers.ensure(tmp_path / "cache", bash="") / names.IMEX_CTL_BINARY
     return subprocess.run(
         [str(wrapper), "-c", str(config), "-q"],
         capture_output=True,
