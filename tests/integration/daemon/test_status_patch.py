@@ -6,7 +6,7 @@ lost either way."""
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
@@ -32,6 +32,14 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[testing.Running
     with testing.running(tmp_path_factory.mktemp("apiserver"), rbac=True) as running:
         running.install_crds(CRDS)
         yield running
+
+
+@pytest.fixture
+async def api(server: testing.RunningServer) -> AsyncIterator[Api]:
+    """A client with the server's admin token."""
+    client = await connect(ClientConfig(url=server.url, token=server.token, qps=0))
+    yield client
+    await client.close()
 
 
 class Node:
@@ -78,63 +86,51 @@ async def _cluster(api: Api) -> Cluster:
     return cluster
 
 
-async def test_a_flip_from_an_object_a_peer_wrote_since_needs_no_conflict(
-    server: testing.RunningServer,
-) -> None:
-    api = await connect(ClientConfig(url=server.url, token=server.token, qps=0))
-    try:
-        cluster, cd_uid = await _cluster(api), random_cd_uid()
-        a = await Node.start(api, cluster, cd_uid, 1)
-        b = await Node.start(api, cluster, cd_uid, 2)
-        await a.join()
-        both = await b.join()
-        await b.flip(Status.READY, both)  # ``both`` is now stale
-        result = await a.flip(Status.READY, both)
-        assert statuses(a.shape, result) == {
-            "n1": (0, Status.READY),
-            "n2": (1, Status.READY),
-        }
-        assert (a.registrar.stats.writes, a.registrar.stats.conflicts) == (2, 0)  # join, flip
-        # Readiness goes back the same way, and a flip to the status it has writes nothing.
-        result = await a.flip(Status.NOT_READY, result)
-        assert statuses(a.shape, result)["n1"] == (0, Status.NOT_READY)
-        await a.flip(Status.NOT_READY, result)
-        assert a.registrar.stats.writes == 3
-        live = await api.get(resources.COMPUTE_DOMAIN_CLIQUES, a.shape.name, cluster.namespace)
-        assert statuses(a.shape, live) == statuses(a.shape, result)
-    finally:
-        await api.close()
+async def test_a_flip_from_an_object_a_peer_wrote_since_needs_no_conflict(api: Api) -> None:
+    cluster, cd_uid = await _cluster(api), random_cd_uid()
+    a = await Node.start(api, cluster, cd_uid, 1)
+    b = await Node.start(api, cluster, cd_uid, 2)
+    await a.join()
+    both = await b.join()
+    await b.flip(Status.READY, both)  # ``both`` is now stale
+    result = await a.flip(Status.READY, both)
+    assert statuses(a.shape, result) == {
+        "n1": (0, Status.READY),
+        "n2": (1, Status.READY),
+    }
+    assert (a.registrar.stats.writes, a.registrar.stats.conflicts) == (2, 0)  # join, flip
+    # Readiness goes back the same way, and a flip to the status it has writes nothing.
+    result = await a.flip(Status.NOT_READY, result)
+    assert statuses(a.shape, result)["n1"] == (0, Status.NOT_READY)
+    await a.flip(Status.NOT_READY, result)
+    assert a.registrar.stats.writes == 3
+    live = await api.get(resources.COMPUTE_DOMAIN_CLIQUES, a.shape.name, cluster.namespace)
+    assert statuses(a.shape, live) == statuses(a.shape, result)
 
 
-async def test_a_removal_that_shifts_the_list_falls_back_to_compare_and_swap(
-    server: testing.RunningServer,
-) -> None:
-    api = await connect(ClientConfig(url=server.url, token=server.token, qps=0))
-    try:
-        cluster, cd_uid = await _cluster(api), random_cd_uid()
-        nodes = [await Node.start(api, cluster, cd_uid, n) for n in (1, 2, 3)]
-        for node in nodes:
-            seen = await node.join()
-        # The controller's cleanup removes the first entry: the third moves up one place.
-        cleaned = dict(seen, daemons=seen["daemons"][1:])
-        await api.update(resources.COMPUTE_DOMAIN_CLIQUES, cleaned)
-        last = nodes[2]
-        result = await last.flip(Status.READY, seen)
-        assert statuses(last.shape, result) == {
-            "n2": (1, Status.NOT_READY),
-            "n3": (2, Status.READY),
-        }
-        stats = last.registrar.stats
-        assert stats.stale_patches == 1  # the test saw another node at the old position
-        assert stats.conflicts == 1  # the whole-object write from the stale read, then re-read
-    finally:
-        await api.close()
+async def test_a_removal_that_shifts_the_list_falls_back_to_compare_and_swap(api: Api) -> None:
+    cluster, cd_uid = await _cluster(api), random_cd_uid()
+    nodes = [await Node.start(api, cluster, cd_uid, n) for n in (1, 2, 3)]
+    for node in nodes:
+        seen = await node.join()
+    # The controller's cleanup removes the first entry: the third moves up one place.
+    cleaned = dict(seen, daemons=seen["daemons"][1:])
+    await api.update(resources.COMPUTE_DOMAIN_CLIQUES, cleaned)
+    last = nodes[2]
+    result = await last.flip(Status.READY, seen)
+    assert statuses(last.shape, result) == {
+        "n2": (1, Status.NOT_READY),
+        "n3": (2, Status.READY),
+    }
+    stats = last.registrar.stats
+    assert stats.stale_patches == 1  # the test saw another node at the old position
+    assert stats.conflicts == 1  # the whole-object write from the stale read, then re-read
 
 
 async def test_without_patch_permission_the_flip_is_written_whole(
-    server: testing.RunningServer,
+    server: testing.RunningServer, api: Api
 ) -> None:
-    admin = await connect(ClientConfig(url=server.url, token=server.token, qps=0))
+    admin = api
     cluster, cd_uid = await _cluster(admin), random_cd_uid()
     namespace = cluster.namespace
     rules = [
@@ -164,9 +160,9 @@ async def test_without_patch_permission_the_flip_is_written_whole(
     token, _ = state.authenticator.issue_service_account_token(
         namespace, "older", account["metadata"]["uid"]
     )
-    api = await connect(ClientConfig(url=server.url, token=str(token), qps=0))
+    older = await connect(ClientConfig(url=server.url, token=str(token), qps=0))
     try:
-        node = await Node.start(api, Cluster(admin, namespace), cd_uid, 1)
+        node = await Node.start(older, Cluster(admin, namespace), cd_uid, 1)
         joined = await node.join()
         result = await node.flip(Status.READY, joined)
         assert statuses(node.shape, result) == {"n1": (0, Status.READY)}
@@ -174,5 +170,4 @@ async def test_without_patch_permission_the_flip_is_written_whole(
         assert statuses(node.shape, result) == {"n1": (0, Status.NOT_READY)}
         assert node.registrar.stats.writes == 4  # join, refused patch, update, update
     finally:
-        await api.close()
-        await admin.close()
+        await older.close()
