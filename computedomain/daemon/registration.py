@@ -35,14 +35,21 @@ descheduled request on a loaded machine from stretching a small clique's join (m
 daemons at load 4-6 on 2 cores: 1.1 s on average over six runs, against 1.7 s when the first
 trip was taken as it came).
 
-A status change (the readiness flip) is sent as a JSON patch instead: a ``test`` that the
-own entry is still where and what it was, then a ``replace`` of its status
-(:meth:`~computedomain.daemon.shapes.Shape.status_patch`). It carries no resourceVersion, so
-daemons turning Ready together, or joining meanwhile, no longer make each other's flips fail:
-with 288 daemons in 16 cliques, 0.77 conflicts per flip as compare-and-swap. Nothing is written
-from a stale list: the patch names only the own entry's status, and a test that fails (an
-entry before ours was removed, or the own entry changed) falls back to the compare-and-swap on
-a fresh read, as does a role without ``patch`` (logged once).
+Two changes are sent as JSON patches instead (:meth:`~computedomain.daemon.shapes.Shape.
+patch_for`), which carry no resourceVersion and test only what the change depends on:
+
+- a status change (the readiness flip): a ``test`` that the own entry is still where and what
+  it was, then a ``replace`` of its status. Daemons turning Ready together, or joining
+  meanwhile, no longer make each other's flips fail (with 288 daemons in 16 cliques: 0.77
+  conflicts per flip as compare-and-swap, none as a patch);
+- a join in clique mode: a ``test`` of every entry's name and index in place, the ``add`` of
+  the own entry at the end, and a ``test`` that it landed right after them. That is what the
+  compare-and-swap guaranteed (the index still free, the name still absent); a peer's readiness
+  flip or new IP no longer fails it.
+
+A test that fails (422) is handled like a conflict: wait, read again, plan again. Nothing is
+written from a stale list. A role without ``patch`` falls back to the compare-and-swap (logged
+once).
 
 The same spreading is applied before creating the object: when a domain forms, every daemon of
 a clique finds it absent at once and only one create can succeed (measured with 18 daemons: 1.3
@@ -80,6 +87,11 @@ class ObjectMissing(TemporaryError):
     """The object holding the list does not exist (status mode: the ComputeDomain)."""
 
 
+class StalePatch(Exception):
+    """A JSON patch's test failed: the list changed since it was read. Handled like a
+    conflict (wait, read again, plan again); never leaves :meth:`Registrar.apply`."""
+
+
 class Rejected(TemporaryError):
     """The object is another domain's (label or UID mismatch); wait for ours."""
 
@@ -91,7 +103,7 @@ class WriteStats:
     writes: int = 0  # every create/update sent, successful or not
     conflicts: int = 0  # 409s (resourceVersion conflicts and AlreadyExists)
     reads: int = 0  # GETs
-    stale_patches: int = 0  # status patches whose test failed (then written whole)
+    stale_patches: int = 0  # patches whose test failed (then planned again on a newer read)
 
 
 def resource_version(obj: Mapping[str, Any] | None) -> int | None:
@@ -195,6 +207,8 @@ class Registrar:
             except errors.Conflict:
                 self.stats.conflicts += 1
                 attempt += 1
+            except StalePatch:
+                attempt += 1
             entries = self.shape.entries(obj) if obj is not None else ()
             free = self.shape.scope.limit - sum(1 for e in entries if self.shape.scope.counts(e))
             await asyncio.sleep(conflict_delay(attempt, free, self.slot, self._rng))
@@ -217,7 +231,7 @@ class Registrar:
         )
         if planned is None:
             return Outcome(obj, None)
-        written = await self._patch_status(obj, planned)
+        written = await self._patch(obj, planned)
         if written is None:
             written = await self._timed_write(
                 self.shape.write(self.api, self.shape.body(obj, planned))
@@ -232,22 +246,22 @@ class Registrar:
         )
         return Outcome(written, planned)
 
-    async def _patch_status(
+    async def _patch(
         self, obj: dict[str, Any], planned: membership.Planned
     ) -> dict[str, Any] | None:
-        """A status change as a JSON patch (see the module doc); None when it must be written
-        whole instead: not a status change, a test that failed (the list moved or the own entry
-        changed since ``obj`` was read), or no ``patch`` permission (an older role)."""
+        """``planned`` as a JSON patch (see the module doc); None when it must be written whole
+        instead: a change the shape has no patch for, or no ``patch`` permission (an older
+        role). Raises :class:`StalePatch` when a test of the patch failed."""
         if not self._patch_allowed:
             return None
-        ops = self.shape.status_patch(obj, planned)
+        ops = self.shape.patch_for(obj, planned)
         if ops is None:
             return None
         try:
             return await self._timed_write(self.shape.patch(self.api, ops))
-        except errors.Invalid:
+        except errors.Invalid as exc:
             self.stats.stale_patches += 1
-            return None
+            raise StalePatch(str(exc)) from exc
         except errors.Forbidden as exc:
             log.warning(
                 "Cannot patch own entry; writing the whole object from now on",
@@ -256,6 +270,11 @@ class Registrar:
             )
             self._patch_allowed = False
             return None
+        except errors.ApiClientError as exc:
+            if exc.status != 400:  # 400: an older server's answer to a test on a missing path
+                raise
+            self.stats.stale_patches += 1
+            raise StalePatch(str(exc)) from exc
 
     async def _create(self, op: membership.Op) -> Outcome:
         # Nothing to remove from (None), no status to set (NotListed), or an insert.

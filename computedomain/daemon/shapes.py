@@ -117,6 +117,32 @@ def _status_patch(
     return ops
 
 
+def _insert_patch(
+    items: list[Any], planned: Planned, key: str, pointer: str
+) -> list[dict[str, Any]] | None:
+    """A JSON patch that appends the own new entry if the list still holds exactly the names
+    and indices it was planned from, or None. Pure.
+
+    Each item's name and index is tested in place, the entry is appended, and its position is
+    tested to be right after them (no one appended meanwhile): so the index chosen is still
+    free and the name still absent, which is all the compare-and-swap of the whole object
+    guaranteed. A peer's status change or new IP does not touch these fields, so it no longer
+    makes a join fail. Any other change fails a test (422) and the join is planned again.
+    """
+    if planned.change is not Change.INSERTED or planned.entry is None:
+        return None
+    ops: list[dict[str, Any]] = []
+    for pos, item in enumerate(items):
+        if not isinstance(item, dict) or key not in item or "index" not in item:
+            return None  # an entry we cannot pin down: only the whole-object write is safe
+        ops.append({"op": "test", "path": f"{pointer}/{pos}/{key}", "value": item[key]})
+        ops.append({"op": "test", "path": f"{pointer}/{pos}/index", "value": item["index"]})
+    wire = _wire_entry(planned.entry, key)
+    ops.append({"op": "add", "path": f"{pointer}/-", "value": wire})
+    ops.append({"op": "test", "path": f"{pointer}/{len(items)}/{key}", "value": wire[key]})
+    return ops
+
+
 class Shape(Protocol):
     """Where one daemon's membership list lives and how it is written."""
 
@@ -155,13 +181,13 @@ class Shape(Protocol):
         """Compare-and-swap ``body`` (it carries the resourceVersion read). Raises ApiError."""
         ...
 
-    def status_patch(self, obj: Mapping[str, Any], planned: Planned) -> list[dict[str, Any]] | None:
-        """A JSON patch that makes ``planned`` (a status change) true without a
-        compare-and-swap, or None when the change needs the whole-object write. Pure."""
+    def patch_for(self, obj: Mapping[str, Any], planned: Planned) -> list[dict[str, Any]] | None:
+        """A JSON patch that makes ``planned`` true on ``obj`` without a compare-and-swap, or
+        None when the change needs the whole-object write. Pure."""
         ...
 
     async def patch(self, api: Api, ops: list[dict[str, Any]]) -> dict[str, Any]:
-        """Apply a JSON patch of :meth:`status_patch`. Raises ApiError (Invalid: a test failed)."""
+        """Apply a JSON patch of :meth:`patch_for`. Raises ApiError (Invalid: a test failed)."""
         ...
 
     def num_nodes(self, obj: Mapping[str, Any]) -> int | None:
@@ -237,13 +263,25 @@ class CliqueShape:
     async def write(self, api: Api, body: dict[str, Any]) -> dict[str, Any]:
         return await api.update(self.resource, body)
 
-    def status_patch(self, obj: Mapping[str, Any], planned: Planned) -> list[dict[str, Any]] | None:
-        refs = (obj.get("metadata") or {}).get("ownerReferences") or []
-        if self.identity.pod_uid and not any(
-            isinstance(r, dict) and r.get("uid") == self.identity.pod_uid for r in refs
+    def patch_for(self, obj: Mapping[str, Any], planned: Planned) -> list[dict[str, Any]] | None:
+        metadata = obj.get("metadata") or {}
+        refs = metadata.get("ownerReferences")
+        owner = self.identity.owner_reference() if self.identity.pod_uid else None
+        if owner is not None and not any(
+            isinstance(r, dict) and r.get("uid") == owner["uid"] for r in refs or ()
         ):
-            return None  # the whole-object write also adds the own pod as an owner
+            if not isinstance(refs, list) or planned.change is not Change.INSERTED:
+                return None  # the whole-object write also adds the own pod as an owner
+        else:
+            owner = None
         items = list(obj.get("daemons") or [])
+        if planned.change is Change.INSERTED:
+            if not isinstance(obj.get("daemons"), list):
+                return None  # nothing to append to
+            ops = _insert_patch(items, planned, "nodeName", "/daemons")
+            if ops is not None and owner is not None:
+                ops.append({"op": "add", "path": "/metadata/ownerReferences/-", "value": owner})
+            return ops
         return _status_patch(items, planned, self.identity.node_name, "nodeName", "/daemons")
 
     async def patch(self, api: Api, ops: list[dict[str, Any]]) -> dict[str, Any]:
@@ -303,7 +341,7 @@ class StatusShape:
     async def write(self, api: Api, body: dict[str, Any]) -> dict[str, Any]:
         return await api.update_status(self.resource, body)
 
-    def status_patch(self, obj: Mapping[str, Any], planned: Planned) -> list[dict[str, Any]] | None:
+    def patch_for(self, obj: Mapping[str, Any], planned: Planned) -> list[dict[str, Any]] | None:
         status = obj.get("status") or {}
         if "status" not in status:
             return None  # the whole-object write also sets the domain's global status

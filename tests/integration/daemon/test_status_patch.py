@@ -61,6 +61,7 @@ class Node:
         return cls(api, Identity(node, ip, uid, pod, cluster.namespace, clique_id(), cd_uid))
 
     async def join(self) -> dict[str, Any]:
+        """Join, planning from ``seen`` if set (else a fresh read)."""
         op = membership.Register(
             self.identity.node_name, self.identity.pod_ip, clique_id(), self.identity.pod_uid
         )
@@ -108,7 +109,7 @@ async def test_a_flip_from_an_object_a_peer_wrote_since_needs_no_conflict(api: A
     assert statuses(a.shape, live) == statuses(a.shape, result)
 
 
-async def test_a_removal_that_shifts_the_list_falls_back_to_compare_and_swap(api: Api) -> None:
+async def test_a_removal_that_shifts_the_list_is_planned_again_on_a_fresh_read(api: Api) -> None:
     cluster, cd_uid = await _cluster(api), random_cd_uid()
     nodes = [await Node.start(api, cluster, cd_uid, n) for n in (1, 2, 3)]
     for node in nodes:
@@ -124,7 +125,36 @@ async def test_a_removal_that_shifts_the_list_falls_back_to_compare_and_swap(api
     }
     stats = last.registrar.stats
     assert stats.stale_patches == 1  # the test saw another node at the old position
-    assert stats.conflicts == 1  # the whole-object write from the stale read, then re-read
+    assert (stats.conflicts, stats.writes) == (0, 3)  # join, the failed patch, the patch again
+
+
+async def test_a_join_from_an_object_a_peer_flipped_since_needs_no_conflict(api: Api) -> None:
+    cluster, cd_uid = await _cluster(api), random_cd_uid()
+    a = await Node.start(api, cluster, cd_uid, 1)
+    b = await Node.start(api, cluster, cd_uid, 2)
+    seen = await a.join()
+    await a.flip(Status.READY, seen)  # ``seen`` is now stale
+    b.seen = seen
+    result = await b.join()
+    assert statuses(b.shape, result) == {"n1": (0, Status.READY), "n2": (1, Status.NOT_READY)}
+    assert (b.registrar.stats.writes, b.registrar.stats.conflicts) == (1, 0)
+    owners = [r["uid"] for r in result["metadata"]["ownerReferences"]]
+    assert owners == [a.identity.pod_uid, b.identity.pod_uid]
+
+
+async def test_a_join_from_an_object_a_peer_joined_since_takes_the_next_index(api: Api) -> None:
+    cluster, cd_uid = await _cluster(api), random_cd_uid()
+    a, b, c = [await Node.start(api, cluster, cd_uid, n) for n in (1, 2, 3)]
+    seen = await a.join()
+    await b.join()  # takes index 1, which ``seen`` shows free
+    c.seen = seen
+    result = await c.join()
+    assert statuses(c.shape, result) == {
+        "n1": (0, Status.NOT_READY),
+        "n2": (1, Status.NOT_READY),
+        "n3": (2, Status.NOT_READY),
+    }
+    assert c.registrar.stats.stale_patches == 1
 
 
 async def test_without_patch_permission_the_flip_is_written_whole(
@@ -168,6 +198,6 @@ async def test_without_patch_permission_the_flip_is_written_whole(
         assert statuses(node.shape, result) == {"n1": (0, Status.READY)}
         result = await node.flip(Status.NOT_READY, result)  # no second patch is tried
         assert statuses(node.shape, result) == {"n1": (0, Status.NOT_READY)}
-        assert node.registrar.stats.writes == 4  # join, refused patch, update, update
+        assert node.registrar.stats.writes == 4  # refused patch, then updates: join, two flips
     finally:
         await older.close()

@@ -174,7 +174,7 @@ def test_a_readiness_flip_patches_only_the_own_status_after_testing_the_own_entr
     shape = CliqueShape(ME, 18)
     obj = clique_object(PEER, MINE)
     obj["metadata"]["ownerReferences"].append({"uid": "uid-1"})
-    assert shape.status_patch(obj, _flip(shape, obj)) == [
+    assert shape.patch_for(obj, _flip(shape, obj)) == [
         {"op": "test", "path": "/daemons/1/nodeName", "value": "n1"},
         {"op": "test", "path": "/daemons/1/index", "value": 1},
         {"op": "test", "path": "/daemons/1/ipAddress", "value": "10.0.0.1"},
@@ -185,35 +185,69 @@ def test_a_readiness_flip_patches_only_the_own_status_after_testing_the_own_entr
     # An entry without a status (upstream never writes one absent, but a peer may) gets one.
     bare = {k: v for k, v in MINE.items() if k not in ("status", "podUID")}
     obj["daemons"] = [bare]
-    ops = shape.status_patch(obj, _flip(shape, obj))
+    ops = shape.patch_for(obj, _flip(shape, obj))
     assert ops is not None
     assert ops[-1] == {
         "op": "add", "path": "/daemons/0/status", "value": "Ready"
     }  # fmt: skip
 
 
-def test_what_a_patch_cannot_say_is_written_whole() -> None:
-    shape = CliqueShape(ME, 18)
-    obj = clique_object(PEER, MINE)  # the own pod is not among the owners yet
-    assert shape.status_patch(obj, _flip(shape, obj)) is None
-    obj["metadata"]["ownerReferences"].append({"uid": "uid-1"})
-    join = membership.plan(
-        shape.entries(clique_object(PEER)),
+def _join(shape: CliqueShape, obj: dict[str, Any]) -> membership.Planned:
+    planned = membership.plan(
+        shape.entries(obj),
         membership.Register("n1", "10.0.0.1", CLIQUE, pod_uid="uid-1"),
         policy=POLICY,
         scope=shape.scope,
     )
-    assert join is not None
-    assert shape.status_patch(obj, join) is None  # not a status change
+    assert planned is not None
+    return planned
+
+
+def test_a_join_pins_every_name_and_index_and_appends_the_own_entry() -> None:
+    shape = CliqueShape(ME, 18)
+    obj = clique_object(PEER)
+    ops = shape.patch_for(obj, _join(shape, obj))
+    assert ops == [
+        {"op": "test", "path": "/daemons/0/nodeName", "value": "n0"},
+        {"op": "test", "path": "/daemons/0/index", "value": 0},
+        {"op": "add", "path": "/daemons/-", "value": {
+            "nodeName": "n1", "ipAddress": "10.0.0.1", "cliqueID": CLIQUE, "index": 1,
+            "status": "NotReady", "podUID": "uid-1"}},
+        {"op": "test", "path": "/daemons/1/nodeName", "value": "n1"},
+        {"op": "add", "path": "/metadata/ownerReferences/-", "value": ME.owner_reference()},
+    ]  # fmt: skip
+    obj["metadata"]["ownerReferences"].append({"uid": "uid-1"})
+    ops = shape.patch_for(obj, _join(shape, obj))
+    assert ops is not None
+    assert all(op["path"] != "/metadata/ownerReferences/-" for op in ops)  # already an owner
+
+
+def test_what_a_patch_cannot_say_is_written_whole() -> None:
+    shape = CliqueShape(ME, 18)
+    obj = clique_object(PEER, MINE)  # the own pod is not among the owners yet
+    assert shape.patch_for(obj, _flip(shape, obj)) is None
+    for odd in ("not an entry", {"nodeName": "n7"}):  # unreadable, or no index to pin
+        peculiar = clique_object(PEER, odd)  # type: ignore[arg-type]
+        assert shape.patch_for(peculiar, _join(shape, peculiar)) is None
+    no_list = clique_object()
+    del no_list["daemons"]
+    assert shape.patch_for(no_list, _join(shape, no_list)) is None
+    no_owners = clique_object(PEER)
+    del no_owners["metadata"]["ownerReferences"]
+    assert shape.patch_for(no_owners, _join(shape, no_owners)) is None
+    moved = clique_object(PEER, {**MINE, "ipAddress": "10.9.9.9"})
+    moved["metadata"]["ownerReferences"].append({"uid": "uid-1"})
+    assert _join(shape, moved).change is membership.Change.UPDATED
+    assert shape.patch_for(moved, _join(shape, moved)) is None  # a new IP: written whole
 
 
 def test_status_mode_patches_status_nodes_when_the_global_status_is_set() -> None:
     shape = StatusShape(ME, 18)
     mine = {k: v for k, v in MINE.items() if k != "nodeName"} | {"name": "n1"}
     cd: dict[str, Any] = {"metadata": {"uid": "cd-uid"}, "status": {"nodes": [mine]}}
-    assert shape.status_patch(cd, _flip(shape, cd)) is None  # the write also sets it
+    assert shape.patch_for(cd, _flip(shape, cd)) is None  # the write also sets it
     cd["status"]["status"] = "NotReady"
-    ops = shape.status_patch(cd, _flip(shape, cd))
+    ops = shape.patch_for(cd, _flip(shape, cd))
     assert ops is not None
     assert ops[0] == {"op": "test", "path": "/status/nodes/0/name", "value": "n1"}
     assert ops[-1] == {"op": "replace", "path": "/status/nodes/0/status", "value": "Ready"}
