@@ -13,6 +13,7 @@ spec defines is an error (the runtime refuses to create the container).
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -129,29 +130,57 @@ def parse_spec(doc: Mapping[str, Any], source: str) -> dict[str, ContainerEdits]
     return out
 
 
+# What load_dir parsed, per directory and file name, with the file's (inode, mtime, size): a
+# spec file is parsed again only when it changed, as a container runtime's CDI cache refreshes
+# on change. Every pod start on a node reads the node's whole CDI directory, and parsing its
+# specs (the base spec is YAML) again each time was most of that.
+_Key = tuple[int, int, int]
+_parsed: dict[Path, dict[str, tuple[_Key, dict[str, ContainerEdits] | None]]] = {}
+
+
+def _parse_file(path: Path) -> dict[str, ContainerEdits] | None:
+    try:
+        text = path.read_text()
+        doc = json.loads(text) if path.suffix == ".json" else yaml.load(text, _YAML_LOADER)
+        return parse_spec(doc or {}, str(path))
+    except (OSError, ValueError, yaml.YAMLError, AttributeError):
+        return None
+
+
 def load_dir(directory: Path) -> Registry:
     """Parse every spec file directly in ``directory`` (a missing directory is empty).
 
-    Reads files. A file that does not parse is skipped, so its devices are reported as
-    unresolvable by :func:`resolve` when a container asks for them.
+    Reads files (a file unchanged since the last call is not parsed again). A file that does
+    not parse is skipped, so its devices are reported as unresolvable by :func:`resolve` when a
+    container asks for them. Safe to call from several threads.
     """
     devices: dict[str, ContainerEdits] = {}
     ambiguous: set[str] = set()
-    if not directory.is_dir():
+    try:
+        entries = sorted(os.scandir(directory), key=lambda e: e.name)
+    except (FileNotFoundError, NotADirectoryError):
+        _parsed.pop(directory, None)
         return Registry({})
-    for path in sorted(directory.iterdir()):
-        if path.suffix not in (".json", ".yaml") or not path.is_file():
+    before = _parsed.get(directory, {})
+    now: dict[str, tuple[_Key, dict[str, ContainerEdits] | None]] = {}
+    for entry in entries:
+        if Path(entry.name).suffix not in (".json", ".yaml"):
             continue
         try:
-            text = path.read_text()
-            doc = json.loads(text) if path.suffix == ".json" else yaml.load(text, _YAML_LOADER)
-            parsed = parse_spec(doc or {}, str(path))
-        except (OSError, ValueError, yaml.YAMLError, AttributeError):
+            if not entry.is_file():
+                continue
+            info = entry.stat()
+        except OSError:
             continue
-        for name, edits in parsed.items():
+        key = (info.st_ino, info.st_mtime_ns, info.st_size)
+        seen = before.get(entry.name)
+        parsed = seen[1] if seen is not None and seen[0] == key else _parse_file(Path(entry.path))
+        now[entry.name] = (key, parsed)
+        for name, edits in (parsed or {}).items():
             if name in devices:
                 ambiguous.add(name)
             devices[name] = edits
+    _parsed[directory] = now
     return Registry(devices, frozenset(ambiguous))
 
 

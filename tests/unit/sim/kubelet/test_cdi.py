@@ -120,3 +120,34 @@ def test_parse_errors_name_the_source(doc: dict[str, object], message: str) -> N
     with pytest.raises(cdi.CdiError, match=message) as info:
         cdi.parse_spec(doc, "spec.yaml")
     assert "spec.yaml" in str(info.value)
+
+
+def test_a_spec_is_parsed_again_only_when_it_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_specs(tmp_path)
+    parsed: list[str] = []
+    parse = cdi._parse_file
+
+    def counting(path: Path) -> dict[str, cdi.ContainerEdits] | None:
+        parsed.append(path.name)
+        return parse(path)
+
+    monkeypatch.setattr(cdi, "_parse_file", counting)
+    first = cdi.load_dir(tmp_path)
+    assert len(parsed) == 3  # base, claim and the broken one
+    assert cdi.load_dir(tmp_path) == first
+    assert len(parsed) == 3  # nothing changed: nothing parsed
+    claim_file = tmp_path / f"k8s.compute-domain.nvidia.com-claim_{CLAIM}.json"
+    renamed = json.loads(claim_file.read_text())
+    old_name = renamed["devices"][0]["name"]
+    renamed["devices"][0]["name"] = f"{CLAIM}-daemon-9"
+    fresh = tmp_path / "fresh.json"
+    fresh.write_text(json.dumps(renamed))
+    fresh.replace(claim_file)  # an atomic rewrite, as the plugin writes
+    registry = cdi.load_dir(tmp_path)
+    assert parsed[3:] == [claim_file.name]
+    assert f"k8s.compute-domain.nvidia.com/claim={CLAIM}-daemon-9" in registry.devices
+    assert f"k8s.compute-domain.nvidia.com/claim={old_name}" not in registry.devices
+    claim_file.unlink()
+    assert not any("claim=" in name for name in cdi.load_dir(tmp_path).devices)
