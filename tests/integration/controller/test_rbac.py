@@ -100,8 +100,8 @@ async def _token(server: testing.RunningServer, api: Any, namespace: str, name: 
             "subjects": binding_subject,
         },
     )
-    # Issued by the server's authenticator directly: its TokenRequest endpoint passes the
-    # arguments the issuer takes by keyword positionally (a bug in the simulation, reported).
+    # Issued by the server's authenticator directly (the TokenRequest endpoint that does the
+    # same over HTTP is tested in tests/integration/apiserver/test_auth.py).
     state = server.server.state
     assert state is not None
     token, _ = state.authenticator.issue_service_account_token(
