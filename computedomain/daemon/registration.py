@@ -47,9 +47,10 @@ patch_for`), which carry no resourceVersion and test only what the change depend
   compare-and-swap guaranteed (the index still free, the name still absent); a peer's readiness
   flip or new IP no longer fails it.
 
-A test that fails (422) is handled like a conflict: wait, read again, plan again. Nothing is
-written from a stale list. A role without ``patch`` falls back to the compare-and-swap (logged
-once).
+A test that fails (422) is handled like a conflict: wait, read again, plan again; after
+:data:`MAX_STALE_PATCHES` in a row the operation is written whole (a guard: a fresh read cures a
+lost race, not a server that refuses the patch for another reason). Nothing is written from a
+stale list. A role without ``patch`` falls back to the compare-and-swap (logged once).
 
 The same spreading is applied before creating the object: when a domain forms, every daemon of
 a clique finds it absent at once and only one create can succeed (measured with 18 daemons: 1.3
@@ -81,6 +82,9 @@ FIRST_SLOT = 0.020  # before this daemon has timed a write of its own
 MIN_SLOT = 0.001
 MAX_SLOT = 0.250
 NEWEST_WEIGHT = 0.3  # of the newest round trip in the moving average
+# Failed patch tests in a row after which one operation is written whole: a guard against a
+# server that answers a patch 422 for a reason a fresh read cannot cure.
+MAX_STALE_PATCHES = 3
 
 
 class ObjectMissing(TemporaryError):
@@ -100,7 +104,7 @@ class Rejected(TemporaryError):
 class WriteStats:
     """API traffic of one daemon's registration, for the benchmark and metrics."""
 
-    writes: int = 0  # every create/update sent, successful or not
+    writes: int = 0  # every create/update/patch sent, successful or not
     conflicts: int = 0  # 409s (resourceVersion conflicts and AlreadyExists)
     reads: int = 0  # GETs
     stale_patches: int = 0  # patches whose test failed (then planned again on a newer read)
@@ -199,16 +203,17 @@ class Registrar:
             limit = self.shape.scope.limit
             await asyncio.sleep(conflict_delay(1, limit, self.slot, self._rng))
             obj = self._cached()
-        attempt = 0
+        attempt = stale = 0
         while True:
             tried = resource_version(obj)
             try:
-                return await self._attempt(obj, op)
+                return await self._attempt(obj, op, patch=stale < MAX_STALE_PATCHES)
             except errors.Conflict:
                 self.stats.conflicts += 1
                 attempt += 1
             except StalePatch:
                 attempt += 1
+                stale += 1
             entries = self.shape.entries(obj) if obj is not None else ()
             free = self.shape.scope.limit - sum(1 for e in entries if self.shape.scope.counts(e))
             await asyncio.sleep(conflict_delay(attempt, free, self.slot, self._rng))
@@ -219,7 +224,9 @@ class Registrar:
             else:
                 obj = await self.read()
 
-    async def _attempt(self, obj: dict[str, Any] | None, op: membership.Op) -> Outcome:
+    async def _attempt(
+        self, obj: dict[str, Any] | None, op: membership.Op, *, patch: bool = True
+    ) -> Outcome:
         if obj is None:
             return await self._create(op)
         reason = self.shape.rejects(obj)
@@ -231,7 +238,7 @@ class Registrar:
         )
         if planned is None:
             return Outcome(obj, None)
-        written = await self._patch(obj, planned)
+        written = await self._patch(obj, planned) if patch else None
         if written is None:
             written = await self._timed_write(
                 self.shape.write(self.api, self.shape.body(obj, planned))

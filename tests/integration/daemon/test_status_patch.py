@@ -6,7 +6,7 @@ lost either way."""
 from __future__ import annotations
 
 import random
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
 import pytest
@@ -14,7 +14,8 @@ import pytest
 from computedomain.api.models import Status
 from computedomain.daemon import membership
 from computedomain.daemon.identity import Identity
-from computedomain.daemon.registration import Registrar
+from computedomain.daemon.membership import Planned
+from computedomain.daemon.registration import MAX_STALE_PATCHES, Registrar
 from computedomain.daemon.shapes import CliqueShape
 from computedomain.kube import resources
 from computedomain.kube.client import ClientConfig, connect
@@ -201,3 +202,28 @@ async def test_without_patch_permission_the_flip_is_written_whole(
         assert node.registrar.stats.writes == 4  # refused patch, then updates: join, two flips
     finally:
         await older.close()
+
+
+class _RefusedPatches(CliqueShape):
+    """A shape whose patches always fail a test: a server that keeps answering 422."""
+
+    def patch_for(self, obj: Mapping[str, Any], planned: Planned) -> list[dict[str, Any]] | None:
+        ops = super().patch_for(obj, planned)
+        never = {"op": "test", "path": "/metadata/name", "value": "never this name"}
+        return None if ops is None else [never, *ops]
+
+
+async def test_a_patch_refused_again_and_again_is_written_whole(api: Api) -> None:
+    cluster, cd_uid = await _cluster(api), random_cd_uid()
+    node = await Node.start(api, cluster, cd_uid, 1)
+    await node.join()  # creates the clique (a create, no patch)
+    peer = await Node.start(api, cluster, cd_uid, 2)
+    peer.shape = _RefusedPatches(peer.identity, 18)
+    peer.registrar.shape = peer.shape
+    result = await peer.join()
+    assert statuses(peer.shape, result) == {
+        "n1": (0, Status.NOT_READY),
+        "n2": (1, Status.NOT_READY),
+    }
+    stats = peer.registrar.stats
+    assert (stats.stale_patches, stats.conflicts, stats.writes) == (MAX_STALE_PATCHES, 0, 4)
