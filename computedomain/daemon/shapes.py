@@ -346,7 +346,12 @@ class StatusShape:
         if "status" not in status:
             return None  # the whole-object write also sets the domain's global status
         items = list(status.get("nodes") or [])
-        return _status_patch(items, planned, self.identity.node_name, "name", "/status/nodes")
+        ops = _status_patch(items, planned, self.identity.node_name, "name", "/status/nodes")
+        if ops is None:
+            return None
+        # The domain is found by name: pin its UID, as the resourceVersion of a whole-object
+        # write would (a domain deleted and recreated under the name is not ours).
+        return [{"op": "test", "path": "/metadata/uid", "value": self.identity.cd_uid}, *ops]
 
     async def patch(self, api: Api, ops: list[dict[str, Any]]) -> dict[str, Any]:
         return await api.patch(

@@ -249,5 +249,6 @@ def test_status_mode_patches_status_nodes_when_the_global_status_is_set() -> Non
     cd["status"]["status"] = "NotReady"
     ops = shape.patch_for(cd, _flip(shape, cd))
     assert ops is not None
-    assert ops[0] == {"op": "test", "path": "/status/nodes/0/name", "value": "n1"}
+    assert ops[0] == {"op": "test", "path": "/metadata/uid", "value": "cd-uid"}
+    assert ops[1] == {"op": "test", "path": "/status/nodes/0/name", "value": "n1"}
     assert ops[-1] == {"op": "replace", "path": "/status/nodes/0/status", "value": "Ready"}
