@@ -159,15 +159,16 @@ MINE = {"nodeName": "n1", "ipAddress": "10.0.0.1", "cliqueID": CLIQUE, "index": 
         "status": "NotReady", "podUID": "uid-1", "future": True}  # fmt: skip
 
 
-def _flip(shape: CliqueShape | StatusShape, obj: dict[str, Any]) -> membership.Planned:
-    planned = membership.plan(
-        shape.entries(obj),
-        membership.SetStatus("n1", Status.READY, pod_uid="uid-1"),
-        policy=POLICY,
-        scope=shape.scope,
-    )
+def _planned(
+    shape: CliqueShape | StatusShape, obj: dict[str, Any], op: membership.Op
+) -> membership.Planned:
+    planned = membership.plan(shape.entries(obj), op, policy=POLICY, scope=shape.scope)
     assert planned is not None
     return planned
+
+
+def _flip(shape: CliqueShape | StatusShape, obj: dict[str, Any]) -> membership.Planned:
+    return _planned(shape, obj, membership.SetStatus("n1", Status.READY, pod_uid="uid-1"))
 
 
 def test_a_readiness_flip_patches_only_the_own_status_after_testing_the_own_entry() -> None:
@@ -193,14 +194,7 @@ def test_a_readiness_flip_patches_only_the_own_status_after_testing_the_own_entr
 
 
 def _join(shape: CliqueShape, obj: dict[str, Any]) -> membership.Planned:
-    planned = membership.plan(
-        shape.entries(obj),
-        membership.Register("n1", "10.0.0.1", CLIQUE, pod_uid="uid-1"),
-        policy=POLICY,
-        scope=shape.scope,
-    )
-    assert planned is not None
-    return planned
+    return _planned(shape, obj, membership.Register("n1", "10.0.0.1", CLIQUE, pod_uid="uid-1"))
 
 
 def test_a_join_pins_every_name_and_index_and_appends_the_own_entry() -> None:
