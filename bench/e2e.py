@@ -42,9 +42,6 @@ from typing import Any
 
 import attrs
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import yardstick
-
 from computedomain.api import names
 from computedomain.kube.client import ClientConfig, connect
 from computedomain.kube.informer import FuncHandler, Informer
@@ -388,7 +385,6 @@ def machine() -> dict[str, Any]:
         "load_average": [round(x, 2) for x in os.getloadavg()],
         "mem_total_gib": round(mem["MemTotal"] / 2**20, 1),
         "mem_available_gib": round(mem["MemAvailable"] / 2**20, 1),
-        "cpu_yardstick_ms": yardstick.cpu_ms(),  # bench/yardstick.py: lower is faster
     }
 
 

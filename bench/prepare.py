@@ -30,9 +30,6 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import yardstick
-
 from computedomain.api import names
 from computedomain.kube import resources
 from computedomain.kube.client import ClientConfig, connect
@@ -214,7 +211,6 @@ def _open_log(path: Path) -> Any:
 async def run(
     count: int, root: Path, cdi_root: Path, server: testing.RunningServer
 ) -> dict[str, Any]:
-    speed_at_start = yardstick.cpu_ms()
     api = await connect(ClientConfig(url=server.url, token=server.token, qps=0))
     cd = await setup(api)
     (root / "driver-root/proc/driver/nvidia/capabilities").mkdir(parents=True)
@@ -275,8 +271,6 @@ async def run(
         "cdi_root": str(cdi_root),
         "cpus": os.cpu_count(),
         "load_average_1m_at_end": round(os.getloadavg()[0], 2),
-        # The machine's speed at the start and the end (bench/yardstick.py: lower is faster).
-        "cpu_yardstick_ms": {"start": speed_at_start, "end": yardstick.cpu_ms()},
         "targets": {"p50_ms": 3, "p99_ms": 15, "rss_mb": 80},
     }
 

@@ -48,7 +48,6 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import controller as controller_bench
-import yardstick
 
 from computedomain.api import names
 from computedomain.kube import resources
@@ -472,7 +471,6 @@ def main() -> int:
     command = shlex.split(args.controller_cmd)
     runs = []
     load = [round(x, 2) for x in os.getloadavg()]
-    speed_at_start = yardstick.cpu_ms()
     for size in (int(s) for s in args.sizes.split(",") if s.strip()):
         racks = size // args.nodes_per_rack
         domains = args.domains or racks
@@ -492,8 +490,6 @@ def main() -> int:
         "benchmark": "scale",
         "cpu_count": os.cpu_count(),
         "load_average_at_start": load,
-        # The machine's speed before and after the runs (bench/yardstick.py: lower is faster).
-        "cpu_yardstick_ms": {"start": speed_at_start, "end": yardstick.cpu_ms()},
         "targets": TARGETS,
         "runs": runs,
     }
