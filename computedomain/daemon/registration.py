@@ -266,9 +266,6 @@ class Registrar:
             return None
         try:
             return await self._timed_write(self.shape.patch(self.api, ops))
-        except errors.Invalid as exc:
-            self.stats.stale_patches += 1
-            raise StalePatch(str(exc)) from exc
         except errors.Forbidden as exc:
             log.warning(
                 "Cannot patch own entry; writing the whole object from now on",
@@ -278,7 +275,8 @@ class Registrar:
             self._patch_allowed = False
             return None
         except errors.ApiClientError as exc:
-            if exc.status != 400:  # 400: an older server's answer to a test on a missing path
+            # 422: a test failed; 400: an older server's answer to a test on a missing path.
+            if not isinstance(exc, errors.Invalid) and exc.status != 400:
                 raise
             self.stats.stale_patches += 1
             raise StalePatch(str(exc)) from exc

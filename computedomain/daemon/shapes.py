@@ -59,6 +59,19 @@ def _wire_entry(entry: DaemonInfo, key: str) -> dict[str, Any]:
     return wire
 
 
+def _own_position(items: list[Any], node_name: str, key: str) -> int | None:
+    """Where the own item is in the raw list (None: absent). Pure."""
+    return next(
+        (i for i, it in enumerate(items) if isinstance(it, dict) and it.get(key) == node_name),
+        None,
+    )
+
+
+def _has_owner(refs: Any, uid: str) -> bool:
+    """Whether the raw ownerReferences ``refs`` name ``uid``. Pure."""
+    return any(isinstance(r, dict) and r.get("uid") == uid for r in refs or ())
+
+
 def _with_change(items: list[Any], planned: Planned, node_name: str, key: str) -> list[Any]:
     """The raw list after ``planned``: only the own item changes. Pure.
 
@@ -66,10 +79,7 @@ def _with_change(items: list[Any], planned: Planned, node_name: str, key: str) -
     mutated, only serialised), so a write costs no deep copy of the whole object.
     """
     result = list(items)
-    pos = next(
-        (i for i, it in enumerate(result) if isinstance(it, dict) and it.get(key) == node_name),
-        None,
-    )
+    pos = _own_position(result, node_name, key)
     if planned.change is Change.REMOVED:
         if pos is not None:
             del result[pos]
@@ -99,10 +109,7 @@ def _status_patch(
     """
     if planned.change is not Change.STATUS_SET or planned.entry is None:
         return None
-    pos = next(
-        (i for i, it in enumerate(items) if isinstance(it, dict) and it.get(key) == node_name),
-        None,
-    )
+    pos = _own_position(items, node_name, key)
     if pos is None or planned.entry.status is None:
         return None
     item = items[pos]
@@ -231,9 +238,7 @@ class CliqueShape:
     def _with_owner(self, metadata: dict[str, Any]) -> dict[str, Any]:
         """``metadata`` with the own pod among the owners (a new dict, never a mutation)."""
         refs = list(metadata.get("ownerReferences") or [])
-        if self.identity.pod_uid and not any(
-            isinstance(r, dict) and r.get("uid") == self.identity.pod_uid for r in refs
-        ):
+        if self.identity.pod_uid and not _has_owner(refs, self.identity.pod_uid):
             refs.append(self.identity.owner_reference())
         return {**metadata, "ownerReferences": refs} if refs else dict(metadata)
 
@@ -264,22 +269,18 @@ class CliqueShape:
         return await api.update(self.resource, body)
 
     def patch_for(self, obj: Mapping[str, Any], planned: Planned) -> list[dict[str, Any]] | None:
-        metadata = obj.get("metadata") or {}
-        refs = metadata.get("ownerReferences")
-        owner = self.identity.owner_reference() if self.identity.pod_uid else None
-        if owner is not None and not any(
-            isinstance(r, dict) and r.get("uid") == owner["uid"] for r in refs or ()
-        ):
-            if not isinstance(refs, list) or planned.change is not Change.INSERTED:
-                return None  # the whole-object write also adds the own pod as an owner
-        else:
-            owner = None
+        refs = (obj.get("metadata") or {}).get("ownerReferences")
+        uid = self.identity.pod_uid
+        add_owner = bool(uid and not _has_owner(refs, uid))
+        if add_owner and (planned.change is not Change.INSERTED or not isinstance(refs, list)):
+            return None  # the whole-object write also adds the own pod as an owner
         items = list(obj.get("daemons") or [])
         if planned.change is Change.INSERTED:
             if not isinstance(obj.get("daemons"), list):
                 return None  # nothing to append to
             ops = _insert_patch(items, planned, "nodeName", "/daemons")
-            if ops is not None and owner is not None:
+            if ops is not None and add_owner:
+                owner = self.identity.owner_reference()
                 ops.append({"op": "add", "path": "/metadata/ownerReferences/-", "value": owner})
             return ops
         return _status_patch(items, planned, self.identity.node_name, "nodeName", "/daemons")
