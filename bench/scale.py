@@ -53,6 +53,7 @@ from computedomain.api import names
 from computedomain.kube import resources
 from computedomain.kube.client import ClientConfig, connect
 from computedomain.kube.informer import FuncHandler, Informer
+from computedomain.kube.store import index_by_namespace
 from computedomain.runtime import logs
 from computedomain.sim.hollow import manifests
 from computedomain.sim.hollow.cluster import HollowCluster, HollowConfig
@@ -181,6 +182,11 @@ def lost_updates(
         problems += [f"{domain}: {n} listed twice" for n in doubled]
         problems += [f"{domain}: {n} is not in the domain" for n in strangers]
     return {"count": len(problems), "first": problems[:10], "not_joined": len(not_joined)}
+
+
+def _workers_running(pods: Informer) -> int:
+    """The workers (pods of the users' namespace) that are Running, from the pod informer."""
+    return sum(1 for p in pods.store.by_index("namespace", USERS) if _running(p))
 
 
 def _daemon_ready_nodes(pods: list[dict[str, Any]]) -> set[str]:
@@ -336,15 +342,20 @@ async def run_size(  # noqa: PLR0917 (one call site, the bench's own parameters)
             t0 = time.monotonic()
             await hollow.start(within=within)
             slices = Informer(api, resources.RESOURCE_SLICES, name="bench-slices")
-            pods = Informer(api, resources.PODS, namespace=USERS, name="bench-pods")
-            everyone = Informer(api, resources.PODS, name="bench-all-pods")
+            # One watch of every pod: the timeline needs the daemon pods, the end the workers.
+            everyone = Informer(
+                api,
+                resources.PODS,
+                name="bench-all-pods",
+                indexers={"namespace": index_by_namespace},
+            )
             timeline = Timeline()
             everyone.add_handler(
                 FuncHandler(add=timeline.observe, update=lambda _o, new: timeline.observe(new))
             )
             cds = Informer(api, resources.COMPUTE_DOMAINS, namespace=USERS, name="bench-cds")
-            watches = [asyncio.create_task(i.run()) for i in (slices, pods, cds, everyone)]
-            for informer in (slices, pods, cds, everyone):
+            watches = [asyncio.create_task(i.run()) for i in (slices, cds, everyone)]
+            for informer in (slices, cds, everyone):
                 await informer.wait_for_sync()
             await wait_for(lambda: len(slices.store) >= nodes, within)
             nodes_up = time.monotonic() - t0
@@ -378,7 +389,7 @@ async def run_size(  # noqa: PLR0917 (one call site, the bench's own parameters)
             workers = sum(len(v) for v in plan.values())
 
             def done() -> bool:
-                running = sum(1 for p in pods.store.list() if _running(p))
+                running = _workers_running(everyone)
                 ready = sum(1 for c in cds.store.list() if _domain_ready(c))
                 return running >= workers and ready >= domains
 
@@ -407,7 +418,7 @@ async def run_size(  # noqa: PLR0917 (one call site, the bench's own parameters)
                 "completed": completed,
                 "seconds_nodes_up": round(nodes_up, 2),
                 "seconds_until_all_running_and_ready": round(elapsed, 2),
-                "workers_running": sum(1 for p in pods.store.list() if _running(p)),
+                "workers_running": _workers_running(everyone),
                 "domains_ready": sum(1 for c in cds.store.list() if _domain_ready(c)),
                 "lost_updates": lost_updates(
                     cliques,

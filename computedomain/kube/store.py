@@ -109,6 +109,10 @@ class Store:
 
     # -- writing (the informer only) ---------------------------------------------------------
 
+    def indexer(self, name: str) -> IndexFunc | None:
+        """The function registered under the index ``name``, or None."""
+        return self._indexers.get(name)
+
     def add_indexers(self, indexers: Mapping[str, IndexFunc]) -> None:
         """Register more indexes and index the current contents. Names must be new."""
         for name, func in indexers.items():

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import shutil
 import sys
@@ -31,6 +32,7 @@ from computedomain.api import validation
 from computedomain.kube import errors
 from computedomain.kube.client import ClientConfig, connect
 from computedomain.kube.events import EventRecorder
+from computedomain.kube.informerfactory import InformerFactory
 from computedomain.kube.resources import DAEMON_SETS, DEPLOYMENTS, NODES
 from computedomain.kube.rest import Api
 from computedomain.runtime import logs
@@ -182,20 +184,17 @@ class SimCluster:
         if self.config.manifests is not None:
             objects = kustomize.render(self.config.manifests, use_kubectl=self.config.use_kubectl)
             await install.install(self.api, objects)
-        self._spawn("scheduler", lambda events: Scheduler(self._api(), events=events).run())
-        self._spawn(
-            "daemonset-controller", lambda e: DaemonSetController(self._api(), events=e).run()
-        )
-        self._spawn(
-            "deployment-controller", lambda e: DeploymentController(self._api(), events=e).run()
-        )
-        self._spawn(
-            "resourceclaim-controller",
-            lambda e: ResourceClaimController(self._api(), events=e).run(),
-        )
-        self._spawn(
-            "pod-garbage-collector", lambda e: PodGarbageCollector(self._api(), events=e).run()
-        )
+        # The control plane's controllers share their informers, as kube-controller-manager's do.
+        shared = InformerFactory(self._api(), prefix="control-plane")
+        controllers: dict[str, Any] = {
+            "scheduler": Scheduler,
+            "daemonset-controller": DaemonSetController,
+            "deployment-controller": DeploymentController,
+            "resourceclaim-controller": ResourceClaimController,
+            "pod-garbage-collector": PodGarbageCollector,
+        }
+        for name, kind in controllers.items():
+            self._spawn(name, functools.partial(_run_controller, kind, self._api(), shared))
         image = image_for(self.config.imex_path, cert.cert_path if cert is not None else None)
         for node in node_configs:
             events = EventRecorder(self._api(), component="kubelet", host=node.name)
@@ -317,6 +316,14 @@ def _condition(obj: Mapping[str, Any], kind: str) -> bool:
         c.get("type") == kind and c.get("status") == "True"
         for c in (obj.get("status") or {}).get("conditions") or []
     )
+
+
+def _run_controller(
+    kind: Any, api: Api, informers: InformerFactory, events: EventRecorder
+) -> Awaitable[None]:
+    """Make one simulated controller of the control plane and run it."""
+    run: Awaitable[None] = kind(api, events=events, informers=informers).run()
+    return run
 
 
 async def _first(awaitable: Awaitable[Any], tasks: list[asyncio.Task[Any]]) -> None:

@@ -17,7 +17,8 @@ from typing import Any
 
 from computedomain.kube import errors
 from computedomain.kube.events import EventRecorder
-from computedomain.kube.informer import EnqueueHandler, FuncHandler, Informer
+from computedomain.kube.informer import EnqueueHandler, FuncHandler
+from computedomain.kube.informerfactory import InformerFactory
 from computedomain.kube.resources import DAEMON_SETS, NODES, PODS
 from computedomain.kube.rest import Api
 from computedomain.kube.store import index_by_owner_uid, object_key
@@ -116,13 +117,21 @@ class PodNames(Mapping[str, str]):
 class DaemonSetController:
     """One pod per fitting node for every DaemonSet."""
 
-    def __init__(self, api: Api, *, events: EventRecorder, clock: Clock | None = None) -> None:
+    def __init__(
+        self,
+        api: Api,
+        *,
+        events: EventRecorder,
+        clock: Clock | None = None,
+        informers: InformerFactory | None = None,
+    ) -> None:
         self.api = api
+        self.factory = informers or InformerFactory(api)
         self.events = events
         clock = clock or REAL_CLOCK
-        self.daemonsets = Informer(api, DAEMON_SETS, name="ds-daemonsets")
-        self.nodes = Informer(api, NODES, name="ds-nodes", indexers={"label": label_pairs})
-        self.pods = Informer(api, PODS, name="ds-pods", indexers={"owner": index_by_owner_uid})
+        self.daemonsets = self.factory.informer(DAEMON_SETS)
+        self.nodes = self.factory.informer(NODES, indexers={"label": label_pairs})
+        self.pods = self.factory.informer(PODS, indexers={"owner": index_by_owner_uid})
         self.queue: RateLimitingQueue[str] = RateLimitingQueue(name="daemonset", clock=clock)
         self.expectations = Expectations(clock=clock)
         self.daemonsets.add_handler(EnqueueHandler(self.queue))
@@ -170,7 +179,11 @@ class DaemonSetController:
     async def run(self) -> None:
         """Run until cancelled."""
         await run_controller(
-            (self.daemonsets, self.nodes, self.pods), self.queue, self.sync, workers=WORKERS
+            self.factory,
+            (self.daemonsets, self.nodes, self.pods),
+            self.queue,
+            self.sync,
+            workers=WORKERS,
         )
 
     async def _create_pod(self, ds: Obj, pod: dict[str, Any], namespace: str) -> None:

@@ -11,7 +11,8 @@ from typing import Any
 
 from computedomain.kube import errors
 from computedomain.kube.events import EventRecorder
-from computedomain.kube.informer import EnqueueHandler, FuncHandler, Informer
+from computedomain.kube.informer import EnqueueHandler, FuncHandler
+from computedomain.kube.informerfactory import InformerFactory
 from computedomain.kube.resources import DEPLOYMENTS, PODS
 from computedomain.kube.rest import Api
 from computedomain.kube.store import index_by_owner_uid
@@ -29,12 +30,20 @@ __all__ = ["DeploymentController"]
 class DeploymentController:
     """``spec.replicas`` pods of the template for every Deployment."""
 
-    def __init__(self, api: Api, *, events: EventRecorder, clock: Clock | None = None) -> None:
+    def __init__(
+        self,
+        api: Api,
+        *,
+        events: EventRecorder,
+        clock: Clock | None = None,
+        informers: InformerFactory | None = None,
+    ) -> None:
         self.api = api
+        self.factory = informers or InformerFactory(api)
         self.events = events
         clock = clock or REAL_CLOCK
-        self.deployments = Informer(api, DEPLOYMENTS, name="deploy-deployments")
-        self.pods = Informer(api, PODS, name="deploy-pods", indexers={"owner": index_by_owner_uid})
+        self.deployments = self.factory.informer(DEPLOYMENTS)
+        self.pods = self.factory.informer(PODS, indexers={"owner": index_by_owner_uid})
         self.queue: RateLimitingQueue[str] = RateLimitingQueue(name="deployment", clock=clock)
         self.expectations = Expectations(clock=clock)
         self.deployments.add_handler(EnqueueHandler(self.queue))
@@ -49,7 +58,7 @@ class DeploymentController:
 
     async def run(self) -> None:
         """Run until cancelled."""
-        await run_controller((self.deployments, self.pods), self.queue, self.sync)
+        await run_controller(self.factory, (self.deployments, self.pods), self.queue, self.sync)
 
     async def _create_pod(self, pod: dict[str, Any], namespace: str) -> None:
         try:

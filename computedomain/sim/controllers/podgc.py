@@ -12,7 +12,8 @@ from typing import Any
 
 from computedomain.kube import errors
 from computedomain.kube.events import EventRecorder
-from computedomain.kube.informer import FuncHandler, Informer
+from computedomain.kube.informer import FuncHandler
+from computedomain.kube.informerfactory import InformerFactory
 from computedomain.kube.resources import NODES, PODS
 from computedomain.kube.rest import Api
 from computedomain.kube.store import index_by_node_name, object_key
@@ -27,11 +28,19 @@ __all__ = ["PodGarbageCollector"]
 class PodGarbageCollector:
     """Force-deletes pods of deleted nodes."""
 
-    def __init__(self, api: Api, *, events: EventRecorder, clock: Clock | None = None) -> None:
+    def __init__(
+        self,
+        api: Api,
+        *,
+        events: EventRecorder,
+        clock: Clock | None = None,
+        informers: InformerFactory | None = None,
+    ) -> None:
         self.api = api
+        self.factory = informers or InformerFactory(api)
         self.events = events
-        self.nodes = Informer(api, NODES, name="podgc-nodes")
-        self.pods = Informer(api, PODS, name="podgc-pods", indexers={"node": index_by_node_name})
+        self.nodes = self.factory.informer(NODES)
+        self.pods = self.factory.informer(PODS, indexers={"node": index_by_node_name})
         self.queue: RateLimitingQueue[str] = RateLimitingQueue(
             name="podgc", clock=clock or REAL_CLOCK
         )
@@ -50,7 +59,7 @@ class PodGarbageCollector:
 
     async def run(self) -> None:
         """Run until cancelled."""
-        await run_controller((self.nodes, self.pods), self.queue, self.sync)
+        await run_controller(self.factory, (self.nodes, self.pods), self.queue, self.sync)
 
     async def sync(self, key: str) -> None:
         """Delete the pod ``key`` with grace 0 if its node is gone. Raises API errors."""

@@ -21,7 +21,8 @@ from typing import Any
 
 from computedomain.kube import errors
 from computedomain.kube.events import EventRecorder
-from computedomain.kube.informer import FuncHandler, Informer
+from computedomain.kube.informer import FuncHandler
+from computedomain.kube.informerfactory import InformerFactory
 from computedomain.kube.resources import PODS, RESOURCE_CLAIM_TEMPLATES, RESOURCE_CLAIMS
 from computedomain.kube.rest import Api
 from computedomain.kube.store import (
@@ -45,20 +46,23 @@ WORKERS = 10
 class ResourceClaimController:
     """Claims for pods from templates; release of unused claims."""
 
-    def __init__(self, api: Api, *, events: EventRecorder, clock: Clock | None = None) -> None:
+    def __init__(
+        self,
+        api: Api,
+        *,
+        events: EventRecorder,
+        clock: Clock | None = None,
+        informers: InformerFactory | None = None,
+    ) -> None:
         self.api = api
+        self.factory = informers or InformerFactory(api)
         self.events = events
         clock = clock or REAL_CLOCK
-        self.pods = Informer(
-            api,
-            PODS,
-            name="rc-pods",
-            indexers={"uid": index_by_uid, "namespace": index_by_namespace},
+        self.pods = self.factory.informer(
+            PODS, indexers={"uid": index_by_uid, "namespace": index_by_namespace}
         )
-        self.claims = Informer(
-            api, RESOURCE_CLAIMS, name="rc-claims", indexers={"owner": index_by_owner_uid}
-        )
-        self.templates = Informer(api, RESOURCE_CLAIM_TEMPLATES, name="rc-templates")
+        self.claims = self.factory.informer(RESOURCE_CLAIMS, indexers={"owner": index_by_owner_uid})
+        self.templates = self.factory.informer(RESOURCE_CLAIM_TEMPLATES)
         self.queue: RateLimitingQueue[str] = RateLimitingQueue(name="resourceclaim", clock=clock)
         self.pods.add_handler(
             FuncHandler(add=self._pod, update=lambda _o, n: self._pod(n), delete=self._pod)
@@ -91,7 +95,11 @@ class ResourceClaimController:
     async def run(self) -> None:
         """Run until cancelled."""
         await run_controller(
-            (self.pods, self.claims, self.templates), self.queue, self.sync, workers=WORKERS
+            self.factory,
+            (self.pods, self.claims, self.templates),
+            self.queue,
+            self.sync,
+            workers=WORKERS,
         )
 
     async def sync(self, key: str) -> None:

@@ -29,6 +29,7 @@ import attrs
 from computedomain.kube.client import ClientConfig, connect
 from computedomain.kube.events import EventRecorder
 from computedomain.kube.informer import FuncHandler
+from computedomain.kube.informerfactory import InformerFactory
 from computedomain.kube.mutationcache import MutationCache
 from computedomain.kube.rest import Api
 from computedomain.runtime import logs
@@ -155,6 +156,8 @@ class HollowCluster:
             self._spawn(f"informer/{informer.name}", informer.run())
         if config.controllers:
             api = await self._connect("controllers")
+            # One informer per resource for all of them, as in kube-controller-manager.
+            control_plane = InformerFactory(api, prefix="control-plane")
             kinds: dict[str, Any] = {
                 "scheduler": Scheduler,
                 "daemonset-controller": DaemonSetController,
@@ -164,7 +167,7 @@ class HollowCluster:
             for name, kind in kinds.items():
                 events = EventRecorder(api, component=name)
                 self._spawn(f"events-{name}", events.run())
-                self._spawn(name, kind(api, events=events).run())
+                self._spawn(name, kind(api, events=events, informers=control_plane).run())
         for n, node in enumerate(node_configs(config)):
             paths = NodePaths(config.state_dir / node.name)
             plugin_cfg = plugin_config(

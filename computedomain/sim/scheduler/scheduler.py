@@ -25,7 +25,6 @@ through a mutation cache, so a device is never allocated twice.
 
 from __future__ import annotations
 
-import asyncio
 import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -35,6 +34,7 @@ import attrs
 from computedomain.kube import errors
 from computedomain.kube.events import EventRecorder, timestamp
 from computedomain.kube.informer import FuncHandler, Informer
+from computedomain.kube.informerfactory import InformerFactory
 from computedomain.kube.mutationcache import MutationCache
 from computedomain.kube.resources import (
     DEVICE_CLASSES,
@@ -45,10 +45,11 @@ from computedomain.kube.resources import (
 )
 from computedomain.kube.rest import Api
 from computedomain.kube.store import index_by_node_name, object_key
-from computedomain.kube.workqueue import RateLimitingQueue, run_workers
+from computedomain.kube.workqueue import RateLimitingQueue
 from computedomain.runtime import logs
 from computedomain.runtime.clock import REAL_CLOCK, Clock
 from computedomain.sim.controllers.resourceclaims import PROTECTION_FINALIZER
+from computedomain.sim.controllers.running import run_controller
 
 from . import allocation, placement, requeue
 from .allocated import AllocatedDevices
@@ -136,28 +137,33 @@ def _claims_fit(
     return None
 
 
+def slice_node(resource_slice: dict[str, Any]) -> list[str]:
+    """Index function: a ResourceSlice's ``spec.nodeName`` ("" for slices of no node). Pure."""
+    return [str((resource_slice.get("spec") or {}).get("nodeName") or "")]
+
+
 class Scheduler:
     """Informers, a queue of pending pods, several binding workers (module doc)."""
 
-    def __init__(self, api: Api, *, events: EventRecorder, clock: Clock | None = None) -> None:
+    def __init__(
+        self,
+        api: Api,
+        *,
+        events: EventRecorder,
+        clock: Clock | None = None,
+        informers: InformerFactory | None = None,
+    ) -> None:
         self.api = api
         self.events = events
         self.clock = clock or REAL_CLOCK
-        self.nodes = Informer(api, NODES, name="scheduler-nodes")
-        self.pods = Informer(
-            api,
-            PODS,
-            name="scheduler-pods",
-            indexers={"node": index_by_node_name, "claim": requeue.claims_of_pod},
+        self.factory = informers or InformerFactory(api)
+        self.nodes = self.factory.informer(NODES)
+        self.pods = self.factory.informer(
+            PODS, indexers={"node": index_by_node_name, "claim": requeue.claims_of_pod}
         )
-        self.claims = Informer(api, RESOURCE_CLAIMS, name="scheduler-claims")
-        self.slices = Informer(
-            api,
-            RESOURCE_SLICES,
-            name="scheduler-slices",
-            indexers={"node": lambda s: [str((s.get("spec") or {}).get("nodeName") or "")]},
-        )
-        self.classes = Informer(api, DEVICE_CLASSES, name="scheduler-classes")
+        self.claims = self.factory.informer(RESOURCE_CLAIMS)
+        self.slices = self.factory.informer(RESOURCE_SLICES, indexers={"node": slice_node})
+        self.classes = self.factory.informer(DEVICE_CLASSES)
         self.claim_cache = MutationCache(self.claims.store, clock=self.clock)
         self.allocated = AllocatedDevices(self.claim_cache, clock=self.clock)
         self._assumed: dict[str, str] = {}  # pod key -> node, decided but not yet seen bound
@@ -200,16 +206,9 @@ class Scheduler:
 
     async def run(self) -> None:
         """Run until cancelled."""
-        tasks = [asyncio.create_task(i.run(), name=f"informer-{i.name}") for i in self.informers]
-        try:
-            for informer in self.informers:
-                await informer.wait_for_sync()
-            await run_workers(self.queue, self.sync, workers=BINDING_WORKERS)
-        finally:
-            self.queue.shutdown(drop_pending=True)
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+        await run_controller(
+            self.factory, self.informers, self.queue, self.sync, workers=BINDING_WORKERS
+        )
 
     def _pending(self, pod: Obj) -> bool:
         spec = pod.get("spec") or {}
