@@ -38,6 +38,7 @@ import contextlib
 import json
 import os
 import shlex
+import shutil
 import signal
 import sys
 import tempfile
@@ -294,6 +295,7 @@ async def run_size(  # noqa: PLR0917 (one call site, the bench's own parameters)
         server = await start_server(directory)
         ctl: asyncio.subprocess.Process | None = None
         hollow: HollowCluster | None = None
+        node_files: Path | None = None
         samplers: list[asyncio.Task[None]] = []
         stop = asyncio.Event()
         peaks = {"controller": [0.0], "api_server": [0.0], "hollow_process": [0.0]}
@@ -450,6 +452,8 @@ async def run_size(  # noqa: PLR0917 (one call site, the bench's own parameters)
             await asyncio.gather(*samplers, return_exceptions=True)
             if hollow is not None:
                 await hollow.stop()
+            if node_files is not None:  # tmpfs by default: memory until removed
+                shutil.rmtree(node_files, ignore_errors=True)
             for proc in (ctl, server):
                 if proc is not None and proc.returncode is None:
                     proc.send_signal(signal.SIGTERM)
