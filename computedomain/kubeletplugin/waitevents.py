@@ -4,9 +4,17 @@ While a claim waits — for this node's IMEX daemon of its domain, for another d
 leave the node, or for anything else that is retried (a device an old claim still holds, the
 node lock) — the driver hands the reason here, and it becomes a Warning event on every pod in
 the claim's ``status.reservedFor`` (the pods the kubelet is starting), where
-``kubectl describe pod`` shows it. An unchanged reason is repeated at most every
-``REPEAT_AFTER`` seconds per claim; the EventRecorder folds repeats into one Event and cuts
-floods. Also the Warning on the Node when a corrupt checkpoint was moved aside.
+``kubectl describe pod`` shows it.
+
+How often: the first report of a wait is posted at once, then at most one per claim every
+``REPEAT_AFTER`` seconds, carrying the message current at that time. A forming domain moves a
+waiting claim through several states in a few seconds (no daemon pod yet, pending, running,
+registered, ready); each was an Event of its own, four or more per waiting pod (the driver's
+largest source of requests at scale), while the user needs the latest state, which the next
+attempt after the window posts. A wait that turns into another kind of problem (event reason
+``PrepareRetrying``: a device still held, a lock, a file) is posted at once. The EventRecorder
+folds repeats of one message into one Event and cuts floods. Also the Warning on the Node when
+a corrupt checkpoint was moved aside.
 """
 
 from __future__ import annotations
@@ -47,30 +55,35 @@ def pod_refs(claim: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 class WaitEvents:
+    """Rate-limited wait reasons per claim (module docstring)."""
+
     def __init__(
         self, recorder: EventRecorder, *, clock: Callable[[], float] = time.monotonic
     ) -> None:
         self.recorder = recorder
         self._clock = clock
-        self._last: dict[str, tuple[str, float]] = {}
+        self._last: dict[str, tuple[str, float]] = {}  # claim UID -> (event reason, when)
+        self._pruned = clock()
 
     def report(self, claim: Mapping[str, Any], reason: str, waiting: bool = True) -> None:
-        """Post ``reason`` on the claim's pods, unless just posted. Never raises.
+        """Post ``reason`` on the claim's pods, unless the claim had an event of the same
+        kind within ``REPEAT_AFTER`` seconds. Never raises.
 
         ``waiting``: a normal wait (event reason ComputeDomainNotReady), else another
         retryable problem (PrepareRetrying).
         """
         uid = str((claim.get("metadata") or {}).get("uid", ""))
+        kind = REASON_WAITING if waiting else REASON_RETRYING
         now = self._clock()
         last = self._last.get(uid)
-        if last is not None and last[0] == reason and now - last[1] < REPEAT_AFTER:
+        if last is not None and last[0] == kind and now - last[1] < REPEAT_AFTER:
             return
-        self._last = {k: v for k, v in self._last.items() if now - v[1] < _FORGET_AFTER}
-        self._last[uid] = (reason, now)
+        if now - self._pruned >= _FORGET_AFTER:
+            self._last = {k: v for k, v in self._last.items() if now - v[1] < _FORGET_AFTER}
+            self._pruned = now
+        self._last[uid] = (kind, now)
         for pod in pod_refs(claim):
-            self.recorder.event(
-                pod, WARNING, REASON_WAITING if waiting else REASON_RETRYING, reason
-            )
+            self.recorder.event(pod, WARNING, kind, reason)
 
 
 def corrupt_checkpoint_reporter(
