@@ -168,9 +168,10 @@ class ResourceClaimController:
         if release is None:
             return
         body = copy.deepcopy(claim)
-        body["status"] = release.status
         try:
-            body = await self.api.update_status(RESOURCE_CLAIMS, body)
+            if release.status != (claim.get("status") or {}):
+                body["status"] = release.status
+                body = await self.api.update_status(RESOURCE_CLAIMS, body)
             if release.remove_finalizer:
                 finalizers = [
                     f

@@ -79,13 +79,16 @@ def test_long_names_are_truncated_before_the_suffix() -> None:
     assert out.creates[0]["metadata"]["name"].endswith("aaaaa")
 
 
-def claim(reserved: list[str], *, allocated: bool = True) -> dict[str, Any]:
+def claim(reserved: list[str], *, allocated: bool = True, deleting: bool = False) -> dict[str, Any]:
     status: dict[str, Any] = {}
     if allocated:
         status["allocation"] = {"devices": {"results": []}}
     if reserved:
         status["reservedFor"] = [{"resource": "pods", "name": u, "uid": u} for u in reserved]
-    return {"metadata": {"finalizers": [resourceclaims.PROTECTION_FINALIZER]}, "status": status}
+    meta: dict[str, Any] = {"finalizers": [resourceclaims.PROTECTION_FINALIZER]}
+    if deleting:
+        meta["deletionTimestamp"] = "2026-12-02T08:00:00Z"
+    return {"metadata": meta, "status": status}
 
 
 def test_release_keeps_live_users() -> None:
@@ -104,7 +107,17 @@ def test_release_drops_gone_pods_and_deallocates() -> None:
     assert last.remove_finalizer
 
 
-def test_release_drops_the_finalizer_of_a_deallocated_claim() -> None:
-    out = resourceclaims.release(claim([], allocated=False), {})
-    assert out is not None
-    assert out.remove_finalizer
+def test_a_claim_nobody_reserved_yet_keeps_its_finalizer_and_allocation() -> None:
+    # The scheduler puts its finalizer on first, then writes the allocation and reservedFor.
+    assert resourceclaims.release(claim([], allocated=False), {}) is None
+    assert resourceclaims.release(claim([], allocated=True), {}) is None
+
+
+def test_a_deleted_claim_nobody_uses_is_deallocated_and_loses_the_finalizer() -> None:
+    for allocated in (True, False):
+        out = resourceclaims.release(claim([], allocated=allocated, deleting=True), {})
+        assert out is not None
+        assert out.status == {}
+        assert out.remove_finalizer
+    live = {"a": {"status": {"phase": "Running"}}}
+    assert resourceclaims.release(claim(["a"], deleting=True), live) is None  # still in use
