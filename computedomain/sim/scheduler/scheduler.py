@@ -166,7 +166,9 @@ class Scheduler:
         self.classes = self.factory.informer(DEVICE_CLASSES)
         self.claim_cache = MutationCache(self.claims.store, clock=self.clock)
         self.allocated = AllocatedDevices(self.claim_cache, clock=self.clock)
-        self._assumed: dict[str, str] = {}  # pod key -> node, decided but not yet seen bound
+        # pod key -> (node, pod UID): decided, and bound if the binding succeeded, but not yet
+        # seen bound through the watch
+        self._assumed: dict[str, tuple[str, str]] = {}
         # claim key -> the allocation a binding is writing (taken until the write is cached)
         self.in_flight: dict[str, dict[str, Any]] = {}
         self.queue: RateLimitingQueue[str] = RateLimitingQueue(name="scheduler", clock=self.clock)
@@ -246,6 +248,10 @@ class Scheduler:
         pod = self.pods.store.get(key)
         if pod is None or not self._pending(pod):
             return
+        if key in self._assumed and self._assumed[key][1] == pod["metadata"].get("uid"):
+            # Bound by us, the watch has not said so yet (a claim's change requeued it): as
+            # kube-scheduler skips assumed pods. Binding it again was a 409 per such requeue.
+            return
         namespace = str(pod["metadata"].get("namespace", ""))
         claim_keys = _claim_keys(pod)
         if claim_keys is None:
@@ -296,7 +302,7 @@ class Scheduler:
             await self._unschedulable(pod, decision.message)
             return
         # Assume: from here on other decisions see this pod on its node and its devices taken.
-        self._assumed[key] = decision.node
+        self._assumed[key] = (decision.node, str(pod["metadata"].get("uid", "")))
         self.in_flight.update(decision.allocations)
         bound = False
         try:
@@ -350,9 +356,13 @@ class Scheduler:
         )
         for name in names:
             counts[str(name)] = len(self.pods.store.by_index("node", str(name)))
-        for key, node_name in list(self._assumed.items()):
+        for key, (node_name, uid) in list(self._assumed.items()):
             current = self.pods.store.get(key)
-            if current is None or (current.get("spec") or {}).get("nodeName"):
+            if (
+                current is None
+                or (current.get("spec") or {}).get("nodeName")
+                or current["metadata"].get("uid") != uid  # deleted and made again
+            ):
                 del self._assumed[key]
             else:
                 counts[node_name] = counts.get(node_name, 0) + 1

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections import Counter
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -173,3 +174,42 @@ async def test_overlapping_bindings_never_give_a_device_twice() -> None:
 
         sharer = await eventually(sharer_bound, within=30, what="the sharing pod bound")
         assert sharer["spec"]["nodeName"] == first["spec"]["nodeName"]
+
+
+async def test_a_pod_bound_but_not_yet_seen_bound_is_not_bound_again() -> None:
+    """A claim's change can requeue a pod after its binding and before the watch shows the pod
+    bound: that pod is assumed, and a second sync leaves it alone (it used to get a second
+    binding, refused with 409)."""
+    async with EmbeddedApiServer() as server:
+        api = await connect(ClientConfig(url=server.url, token=server.admin_token, qps=0))
+        try:
+            await api.create(
+                DEVICE_CLASSES,
+                {
+                    "apiVersion": "resource.k8s.io/v1",
+                    "kind": "DeviceClass",
+                    "metadata": {"name": "test"},
+                    "spec": {"selectors": [{"cel": {"expression": "true"}}]},
+                },
+            )
+            await api.create(NODES, node("n0"))
+            await api.create(RESOURCE_SLICES, resource_slice("n0"))
+            await api.create(RESOURCE_CLAIMS, claim("c0"), NS)
+            await api.create(PODS, pod_using("p0", "c0"), NS)
+            scheduler = Scheduler(api, events=EventRecorder(api, component="scheduler"))
+            async with scheduler.factory.running(scheduler.informers):
+                pass  # synced caches, then frozen: the binding never shows up in them
+            before = api.stats.snapshot()
+            await scheduler.sync(f"{NS}/p0")
+            await scheduler.sync(f"{NS}/p0")
+            sent = Counter(api.stats.snapshot())
+            sent.subtract(before)
+            assert {k: n for k, n in sent.items() if n} == {
+                ("update", "resourceclaims", 200): 1,  # the finalizer
+                ("update/status", "resourceclaims", 200): 1,  # allocation and reservedFor
+                ("post", "pods", 201): 1,  # the one binding
+            }
+            bound = await api.get(PODS, "p0", NS)
+            assert bound["spec"]["nodeName"] == "n0"
+        finally:
+            await api.close()
