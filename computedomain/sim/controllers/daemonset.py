@@ -105,11 +105,14 @@ def plan(
     nodes: Sequence[Obj],
     pods: Sequence[Obj],
     names: Mapping[str, str],
+    *,
+    probe: Obj | None = None,
 ) -> DaemonSetPlan:
     """Decide the creates, deletes and status of ``ds``. Pure.
 
     ``pods`` are the pods this DaemonSet controls (any phase, terminating included); ``names``
-    maps a node name to the pod name to use if a pod is created there.
+    maps a node name to the pod name to use if a pod is created there; ``probe`` is
+    :func:`pod_for_node` of ``ds`` without a node, made here when not given.
     """
     terminating = bool((ds.get("metadata") or {}).get("deletionTimestamp"))
     by_node: dict[str, list[Obj]] = {}
@@ -120,7 +123,8 @@ def plan(
     creates: list[CreatePod] = []
     deletes: list[DeletePod] = []
     desired = current = misscheduled = ready = 0
-    probe = pod_for_node(ds, node_name=None, name="probe")
+    if probe is None:
+        probe = pod_for_node(ds, node_name=None, name="probe")
     for node in sorted(nodes, key=lambda n: str(n["metadata"]["name"])):
         node_name = str(node["metadata"]["name"])
         schedule, keep = should_run(ds, node, probe=probe)

@@ -170,3 +170,67 @@ async def test_creates_go_in_slow_start_batches() -> None:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             await api.close()
+
+
+async def test_a_node_change_syncs_only_the_daemonsets_whose_decision_it_changes() -> None:
+    """As kube-controller-manager: labelling a node for one domain syncs that domain's
+    DaemonSet, not every DaemonSet; a heartbeat syncs none; a new node syncs those that want
+    it."""
+    async with EmbeddedApiServer() as server:
+        api = await connect(ClientConfig(url=server.url, token=server.admin_token, qps=0))
+        controller = DaemonSetController(api, events=EventRecorder(api, component="ds"))
+        added: list[str] = []
+        add = controller.queue.add
+
+        def recording(key: str) -> None:
+            added.append(key)
+            add(key)
+
+        controller.queue.add = recording  # type: ignore[method-assign]
+        task = asyncio.create_task(controller.run())
+        try:
+            for cd in ("cd-1", "cd-2"):
+                ds = daemonset("default")
+                ds["metadata"]["name"] = f"imex-{cd}"
+                ds["spec"]["template"]["spec"]["nodeSelector"] = {LABEL: cd}
+                await api.create(DAEMON_SETS, ds)
+            await api.create(
+                NODES, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n0"}}
+            )
+
+            async def synced_both() -> bool:
+                # As the controller's cache has it: the status writes' own events are in.
+                items = controller.daemonsets.store.list()
+                return len(items) == 2 and all(
+                    (d.get("status") or {}).get("observedGeneration") for d in items
+                )
+
+            await eventually(synced_both, what="both DaemonSets synced")
+            added.clear()
+            heartbeat = {"status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+            await api.patch(NODES, "n0", heartbeat, subresource="status")
+            patch = {"metadata": {"labels": {LABEL: "cd-1"}}}
+            await api.patch(NODES, "n0", patch, patch_type=PatchType.MERGE)
+
+            async def pod_for_cd1() -> bool:
+                items, _ = await api.list_all(PODS, "default")
+                return any(p["metadata"]["name"].startswith("imex-cd-1-") for p in items)
+
+            await eventually(pod_for_cd1, what="a pod of imex-cd-1 for n0")
+            # The readiness change and the label each synced imex-cd-1 (a new pod's events
+            # add it again), never imex-cd-2.
+            assert set(added) == {"default/imex-cd-1"}
+            added.clear()
+            new = {"metadata": {"name": "n1", "labels": {LABEL: "cd-2"}}}
+            await api.create(NODES, {"apiVersion": "v1", "kind": "Node", **new})
+
+            async def pod_for_cd2() -> bool:
+                items, _ = await api.list_all(PODS, "default")
+                return any(p["metadata"]["name"].startswith("imex-cd-2-") for p in items)
+
+            await eventually(pod_for_cd2, what="a pod of imex-cd-2 for n1")
+            assert set(added) == {"default/imex-cd-2"}
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            await api.close()
