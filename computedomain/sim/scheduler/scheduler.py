@@ -59,6 +59,7 @@ __all__ = ["Decision", "Scheduler", "decide"]
 _log = logs.get_logger(__name__)
 Obj = Mapping[str, Any]
 SCHEDULER_NAME = "default-scheduler"
+PENDING = "pending"  # the index of pending pods, and its one value
 RESOURCECLAIM_NOT_AVAILABLE = "resourceclaim not available on the node"
 # Pods whose writes (claim allocation, reservedFor, binding) may be in flight at once.
 BINDING_WORKERS = 16
@@ -137,6 +138,21 @@ def _claims_fit(
     return None
 
 
+def pending(pod: Obj) -> bool:
+    """Whether ``pod`` waits for this scheduler: not bound, ours, not being deleted. Pure."""
+    spec = pod.get("spec") or {}
+    return (
+        not spec.get("nodeName")
+        and (spec.get("schedulerName") or SCHEDULER_NAME) == SCHEDULER_NAME
+        and not (pod.get("metadata") or {}).get("deletionTimestamp")
+    )
+
+
+def pending_index(pod: dict[str, Any]) -> list[str]:
+    """Index function: :data:`PENDING` for a pending pod. Pure."""
+    return [PENDING] if pending(pod) else []
+
+
 def slice_node(resource_slice: dict[str, Any]) -> list[str]:
     """Index function: a ResourceSlice's ``spec.nodeName`` ("" for slices of no node). Pure."""
     return [str((resource_slice.get("spec") or {}).get("nodeName") or "")]
@@ -159,7 +175,12 @@ class Scheduler:
         self.factory = informers or InformerFactory(api)
         self.nodes = self.factory.informer(NODES)
         self.pods = self.factory.informer(
-            PODS, indexers={"node": index_by_node_name, "claim": requeue.claims_of_pod}
+            PODS,
+            indexers={
+                "node": index_by_node_name,
+                "claim": requeue.claims_of_pod,
+                PENDING: pending_index,
+            },
         )
         self.claims = self.factory.informer(RESOURCE_CLAIMS)
         self.slices = self.factory.informer(RESOURCE_SLICES, indexers={"node": slice_node})
@@ -212,20 +233,14 @@ class Scheduler:
             self.factory, self.informers, self.queue, self.sync, workers=BINDING_WORKERS
         )
 
-    def _pending(self, pod: Obj) -> bool:
-        spec = pod.get("spec") or {}
-        return (
-            not spec.get("nodeName")
-            and (spec.get("schedulerName") or SCHEDULER_NAME) == SCHEDULER_NAME
-            and not (pod.get("metadata") or {}).get("deletionTimestamp")
-        )
-
     def _pod_changed(self, pod: Obj) -> None:
-        if self._pending(pod):
+        if pending(pod):
             self.queue.add(object_key(pod))
 
     def _requeue_pending(self) -> None:
-        for pod in self.pods.store.list():
+        # Through the index: a node's label or readiness change requeues the waiting pods, and
+        # a scan of every pod per node change was quadratic while a domain's nodes joined.
+        for pod in self.pods.store.by_index(PENDING, PENDING):
             self._pod_changed(pod)
 
     def _claim_changed(self, old: Obj | None, new: Obj | None) -> None:
@@ -246,7 +261,7 @@ class Scheduler:
         writes overlap (module doc).
         """
         pod = self.pods.store.get(key)
-        if pod is None or not self._pending(pod):
+        if pod is None or not pending(pod):
             return
         if key in self._assumed and self._assumed[key][1] == pod["metadata"].get("uid"):
             # Bound by us, the watch has not said so yet (a claim's change requeued it): as
