@@ -33,7 +33,7 @@ import urllib.request
 import aiohttp
 import attrs
 import kubernetes.aio.config.config_exception as aio_config_exception
-from kubernetes.aio.client import ApiClient, Configuration
+from kubernetes.aio.client.configuration import Configuration
 from kubernetes.aio.client.rest import RESTClientObject
 
 from computedomain.kube.rest import Api
@@ -152,34 +152,22 @@ class _PlainRESTClient(RESTClientObject):
         return aiohttp.TCPConnector(limit=self.maxsize, ssl=False)
 
 
-class _PlainApiClient(ApiClient):
-    """``ApiClient`` over :class:`_PlainRESTClient`: the same serialisation, auth and calls."""
-
-    def __init__(self, configuration: Configuration) -> None:
-        # ApiClient.__init__ would build the TLS-context REST client; the rest is the same.
-        self.configuration = configuration
-        self.rest_client = _PlainRESTClient(configuration)
-        self.default_headers: dict[str, str] = {}
-        self.cookie = None
-        self.user_agent = "computedomain"
-        self.client_side_validation = configuration.client_side_validation
-
-
-def api_client(configuration: Configuration) -> ApiClient:
-    """The official ``ApiClient`` for ``configuration``; for ``http://`` hosts one without a
+def transport(configuration: Configuration) -> RESTClientObject:
+    """The official REST client for ``configuration``; for ``http://`` hosts one without a
     TLS context (see the module docstring). Pure construction: no I/O, no request."""
     if urllib.parse.urlsplit(str(configuration.host)).scheme == "http" and not (
         configuration.proxy or configuration.retries
     ):
-        return _PlainApiClient(configuration)
-    return ApiClient(configuration)
+        return _PlainRESTClient(configuration)
+    return RESTClientObject(configuration)
 
 
 async def connect(config: ClientConfig, *, clock: Clock | None = None) -> Api:
     """An :class:`Api` for ``config``. Raises ClientConfigError; sends no request."""
     configuration = await load_configuration(config)
     return Api(
-        api_client(configuration),
+        transport(configuration),
+        configuration,
         qps=config.qps,
         burst=config.burst,
         user_agent=config.user_agent,

@@ -60,7 +60,7 @@ class LeaderElector:
 
     def __init__(
         self,
-        api_or_client: Any,
+        api: Api,
         *,
         lease_name: str,
         namespace: str,
@@ -87,7 +87,7 @@ class LeaderElector:
                 f"({retry_period})"
             )
             raise ValueError(msg)
-        self.api: Api = api_or_client if isinstance(api_or_client, Api) else Api(api_or_client)
+        self.api = api
         self.lease_name = lease_name
         self.namespace = namespace
         self.identity = identity

@@ -4,7 +4,7 @@
 ``kubernetes/aio/__init__.py``, and those import every subsystem of both clients: the
 synchronous client's kubeconfig loader (with requests, urllib3, oauthlib), the dynamic clients,
 watch, stream, utils, leader election and the informer. We use none of them: :mod:`.client`
-needs the asyncio ``ApiClient``, ``Configuration``, REST client and one of the two config
+needs the asyncio ``Configuration``, REST client and one of the two config
 loaders, and :mod:`.errors` the two exception modules. ``kubernetes.aio.config`` and
 ``kubernetes.aio.utils`` are left uninitialised too: the first imports the kubeconfig loader
 (PyYAML, the exec and OIDC providers) even for a pod that uses its in-cluster configuration,

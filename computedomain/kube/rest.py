@@ -2,10 +2,15 @@
 
 :class:`Api` is the one object every component uses to talk to the API server (built by
 :func:`computedomain.kube.client.connect`, passed in, never global). It sends requests through
-``kubernetes.aio``'s ``ApiClient`` — which supplies the host, TLS, credentials (including token
-refresh) and the aiohttp session — but builds paths itself from
-:class:`~computedomain.kube.resources.Resource` and speaks plain JSON dicts, never the
-generated pydantic models.
+``kubernetes.aio``'s REST client (``kubernetes.aio.client.rest.RESTClientObject``: the aiohttp
+session, TLS, proxy) with the credentials of its ``Configuration`` (``auth_settings()``, which
+refreshes a rotated or expiring token), builds paths itself from
+:class:`~computedomain.kube.resources.Resource` and speaks plain JSON dicts. The generated
+``ApiClient`` sits between the two in the official client only to serialise and deserialise
+the generated pydantic models, which we never use: importing it imports pydantic, a fifth of
+the import time of every program (each forming domain starts a daemon per node), and its
+per-request parameter handling was work done for nothing. :attr:`Api.api_client` still makes
+one on demand, for code that wants the generated APIs.
 
 On top of the transport it adds what client-go has and the official client lacks:
 
@@ -68,7 +73,8 @@ class Api:
 
     def __init__(
         self,
-        client: Any,
+        transport: Any,
+        configuration: Any,
         *,
         qps: float = 5.0,
         burst: int = 10,
@@ -78,8 +84,10 @@ class Api:
         field_manager: str | None = None,
         clock: Clock | None = None,
     ) -> None:
-        self._client = client  # kubernetes.aio.client.ApiClient
-        self._client.user_agent = user_agent
+        self._transport = transport  # kubernetes.aio.client.rest.RESTClientObject
+        self._configuration = configuration  # kubernetes.aio.client.Configuration
+        self._api_client: Any = None
+        self.user_agent = user_agent
         self._clock = clock or REAL_CLOCK
         self._bucket = TokenBucket(qps, max(burst, 1), clock=self._clock)
         self._timeout = timeout_seconds
@@ -89,12 +97,23 @@ class Api:
 
     @property
     def api_client(self) -> Any:
-        """The underlying ``kubernetes.aio.client.ApiClient`` (for the generated APIs)."""
-        return self._client
+        """A ``kubernetes.aio.client.ApiClient`` with this Api's configuration, for the
+        generated APIs (made on first use, closed with the Api)."""
+        if self._api_client is None:
+            from kubernetes.aio.client.api_client import ApiClient  # noqa: PLC0415 (pydantic)
+
+            self._api_client = ApiClient(self._configuration)
+            self._api_client.user_agent = self.user_agent
+        return self._api_client
+
+    @property
+    def transport(self) -> Any:
+        """The official REST client requests go through."""
+        return self._transport
 
     @property
     def host(self) -> str:
-        return str(self._client.configuration.host)
+        return str(self._configuration.host)
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -305,8 +324,10 @@ class Api:
         )  # fmt: skip
 
     async def close(self) -> None:
-        """Close the HTTP session. Idempotent."""
-        await self._client.close()
+        """Close the HTTP session(s). Idempotent."""
+        await self._transport.close()
+        if self._api_client is not None:
+            await self._api_client.close()
 
     # -- watch -------------------------------------------------------------------------------
 
@@ -407,16 +428,23 @@ class Api:
         limits: aiohttp.ClientTimeout,
     ) -> Any:
         resource_path = f"{path}?{urlencode(list(query))}" if query else path
-        headers = {"Accept": "application/json", "Content-Type": str(content_type)}
+        headers = {
+            "Accept": "application/json",
+            "Content-Type": str(content_type),
+            "User-Agent": self.user_agent,
+        }
         with errors.translated(f"{method} {path}"):
-            _, url, header_params, _, _ = await self._client.param_serialize(
-                method=method,
-                resource_path=resource_path,
-                header_params=headers,
-                auth_settings=["BearerToken"],
-            )
-            return await self._client.call_api(
-                method, url, header_params=header_params, body=body, _request_timeout=limits
+            # What ApiClient.update_params_for_auth does for the one scheme the official
+            # Configuration defines (client certificates live in the transport's TLS context).
+            bearer = (await self._configuration.auth_settings()).get("BearerToken")
+            if bearer:
+                headers[bearer["key"]] = bearer["value"]
+            return await self._transport.request(
+                method,
+                self._configuration.host + resource_path,
+                headers=headers,
+                body=body,
+                _request_timeout=limits,
             )
 
     @staticmethod

@@ -15,7 +15,7 @@ async def test_http_client_has_no_tls_context_and_serves_requests(
     assert apiserver.url.startswith("http://")
     api = await connect(ClientConfig(url=apiserver.url, token=apiserver.token, qps=0))
     try:
-        assert api.api_client.rest_client.ssl_context is None
+        assert api.transport.ssl_context is None
         created = await api.create(
             resources.NAMESPACES, {"metadata": {"name": "plain-http-client"}}
         )
@@ -40,7 +40,7 @@ async def test_https_client_keeps_the_official_tls_context() -> None:
         ClientConfig(url="https://127.0.0.1:1", token="t", insecure_skip_tls_verify=True)
     )
     try:
-        context = api.api_client.rest_client.ssl_context
+        context = api.transport.ssl_context
         assert isinstance(context, ssl.SSLContext)
         assert context.verify_mode == ssl.CERT_NONE
     finally:

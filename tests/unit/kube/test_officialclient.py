@@ -32,6 +32,30 @@ def test_our_client_loads_none_of_the_other_subsystems() -> None:
     assert loaded == dict.fromkeys(SKIPPED, False)
 
 
+def test_requests_go_through_the_rest_client_without_the_generated_models() -> None:
+    # An Api sends a request through the official REST client with its Configuration's bearer
+    # token; the generated ApiClient (and pydantic with it) is loaded only when asked for.
+    code = (
+        "import asyncio\n"
+        "from computedomain.kube import client, errors, resources\n"
+        "async def main():\n"
+        "    api = await client.connect(client.ClientConfig(url='http://127.0.0.1:9', token='t'))\n"
+        "    try:\n"
+        "        await api.get(resources.NODES, 'n')\n"
+        "    except errors.ApiConnectionError:\n"
+        "        pass\n"
+        "    finally:\n"
+        "        await api.close()\n"
+        "asyncio.run(main())\n"
+    )
+    generated = ["kubernetes.aio.client.api_client", "pydantic"]
+    assert _modules_after(code, generated) == dict.fromkeys(generated, False)
+    asked = code.replace(
+        "        await api.close()", "        assert api.api_client\n        await api.close()"
+    )
+    assert _modules_after(asked, generated) == dict.fromkeys(generated, True)
+
+
 def test_in_cluster_configuration_loads_no_kubeconfig_loader() -> None:
     # The in-cluster loader reads fixed paths: point it at missing ones and expect its error,
     # then check what the attempt loaded.
