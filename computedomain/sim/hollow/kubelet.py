@@ -115,6 +115,7 @@ class HollowKubelet:
             ready.cancel()
             heartbeat.cancel()
             await self.abandon()
+            await self.plugins.close()
             plugin.cancel()
             await asyncio.gather(plugin, heartbeat, ready, return_exceptions=True)
 

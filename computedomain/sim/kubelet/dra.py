@@ -123,12 +123,11 @@ class DraManager:
             if client is None:
                 msg = f"DRA driver {driver} is not registered"
                 raise PrepareFailed(msg)
-            async with client:
-                try:
-                    answer = await client.unprepare([p.ref for p in items], deadline=self.deadline)
-                except kubelet_client.KubeletRpcError as exc:
-                    msg = f"NodeUnprepareResources failed: {exc}"
-                    raise PrepareFailed(msg) from exc
+            try:
+                answer = await client.unprepare([p.ref for p in items], deadline=self.deadline)
+            except kubelet_client.KubeletRpcError as exc:
+                msg = f"NodeUnprepareResources failed: {exc}"
+                raise PrepareFailed(msg) from exc
             failures = [
                 f"claim {p.ref.name}: {answer[p.ref.uid]}"
                 if p.ref.uid in answer
@@ -151,12 +150,11 @@ class DraManager:
         if client is None:
             msg = f"DRA driver {driver} is not registered"
             raise PrepareFailed(msg)
-        async with client:
-            try:
-                answer = await client.prepare(refs, deadline=self.deadline)
-            except kubelet_client.KubeletRpcError as exc:
-                msg = f"NodePrepareResources failed: {exc}"
-                raise PrepareFailed(msg) from exc
+        try:
+            answer = await client.prepare(refs, deadline=self.deadline)
+        except kubelet_client.KubeletRpcError as exc:
+            msg = f"NodePrepareResources failed: {exc}"
+            raise PrepareFailed(msg) from exc
         missing = [r.name for r in refs if r.uid not in answer]
         if missing:
             msg = f"NodePrepareResources left out {len(missing)} claims ({', '.join(missing)})"

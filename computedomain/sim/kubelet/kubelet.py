@@ -214,7 +214,7 @@ class Kubelet:
         self.agent.new_boot()
         shutil.rmtree(self.ctx.paths.cdi_dir, ignore_errors=True)
         self.ctx.paths.cdi_dir.mkdir(parents=True, exist_ok=True)
-        self.plugins.plugins.clear()
+        self.plugins.forget_all()
         self.ctx.dra.forget_all()
         for pod in self.pods.store.list():
             uid = str(pod["metadata"]["uid"])

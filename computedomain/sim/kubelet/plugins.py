@@ -10,6 +10,11 @@ scans. The endpoint the plugin reports is a path on the node, mapped through
 :class:`.paths.NodePaths`. A socket that disappears deregisters its driver and, after
 ``wiping_delay`` without a new registration, ``on_gone(driver)`` is called (the kubelet then
 deletes the driver's ResourceSlices of this node).
+
+Each registration has one gRPC connection, made on the first call and used for every call
+after it, as the kubelet keeps one connection per plugin; it is closed when the plugin
+deregisters or is registered again, and by :meth:`PluginManager.close`. (A connection per call
+paid a connect and an HTTP/2 handshake each time.)
 """
 
 from __future__ import annotations
@@ -67,14 +72,45 @@ class PluginManager:
             tuple[str, tuple[int, int]], float
         ] = {}  # socket -> retry-after (monotonic)
         self._wipes: dict[str, asyncio.Task[None]] = {}
+        # driver -> (the registration it was made for, its connection)
+        self._clients: dict[str, tuple[RegisteredPlugin, kubelet_client.DraClient]] = {}
 
     def client(self, driver: str) -> kubelet_client.DraClient | None:
-        """A client for ``driver``'s DRA service, or None when it is not registered. The caller
-        closes it."""
+        """The connection to ``driver``'s DRA service, or None when it is not registered.
+        Shared by every call (module docstring): do not close it."""
         plugin = self.plugins.get(driver)
         if plugin is None:
             return None
-        return kubelet_client.DraClient.for_registration(plugin.registration)
+        made = self._clients.get(driver)
+        if made is None or made[0] != plugin:
+            if made is not None:
+                self._closing(made[1])
+            made = (plugin, kubelet_client.DraClient.for_registration(plugin.registration))
+            self._clients[driver] = made
+        return made[1]
+
+    def _closing(self, client: kubelet_client.DraClient) -> None:
+        """Close ``client`` in the background (calls on it still in flight fail, as they
+        would with the plugin gone)."""
+        task = asyncio.ensure_future(client.close())
+        task.add_done_callback(lambda t: None if t.cancelled() else t.exception())
+
+    def _forget(self, driver: str) -> None:
+        made = self._clients.pop(driver, None)
+        if made is not None:
+            self._closing(made[1])
+
+    def forget_all(self) -> None:
+        """Drop every registration and its connection (a reboot: the plugins start again)."""
+        self.plugins.clear()
+        for driver in list(self._clients):
+            self._forget(driver)
+
+    async def close(self) -> None:
+        """Close every connection. Idempotent."""
+        clients = [client for _, client in self._clients.values()]
+        self._clients.clear()
+        await asyncio.gather(*(client.close() for client in clients), return_exceptions=True)
 
     async def run(self) -> None:
         """Scan until cancelled."""
@@ -85,6 +121,7 @@ class PluginManager:
         finally:
             for task in self._wipes.values():
                 task.cancel()
+            await self.close()
 
     async def scan(self) -> None:
         """One pass over the registry directory. Idempotent."""
@@ -92,6 +129,7 @@ class PluginManager:
         for driver, plugin in list(self.plugins.items()):
             if present.get(plugin.socket) != plugin.inode:
                 del self.plugins[driver]
+                self._forget(driver)
                 _log.info("plugin deregistered", driver=driver, socket=plugin.socket)
                 self._schedule_wipe(driver)
                 self.on_change()
