@@ -17,19 +17,15 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from computedomain.kube import errors
-from computedomain.kube.events import EventRecorder
 from computedomain.kube.informer import EnqueueHandler, FuncHandler
-from computedomain.kube.informerfactory import InformerFactory
 from computedomain.kube.resources import DAEMON_SETS, NODES, PODS
-from computedomain.kube.rest import Api
 from computedomain.kube.store import index_by_owner_uid, object_key
 from computedomain.kube.workqueue import RateLimitingQueue
-from computedomain.runtime.clock import REAL_CLOCK, Clock
 from computedomain.sim.scheduler import placement
 
 from . import daemonset, names, slowstart
 from .expectations import Expectations
-from .running import run_controller
+from .running import ControlPlaneController, run_controller
 
 __all__ = ["DaemonSetController", "PodNames", "candidate_nodes", "owner_key"]
 
@@ -122,26 +118,15 @@ class PodNames(Mapping[str, str]):
         return len(self._made)
 
 
-class DaemonSetController:
+class DaemonSetController(ControlPlaneController):
     """One pod per fitting node for every DaemonSet."""
 
-    def __init__(
-        self,
-        api: Api,
-        *,
-        events: EventRecorder,
-        clock: Clock | None = None,
-        informers: InformerFactory | None = None,
-    ) -> None:
-        self.api = api
-        self.factory = informers or InformerFactory(api)
-        self.events = events
-        clock = clock or REAL_CLOCK
+    def _wire(self) -> None:
         self.daemonsets = self.factory.informer(DAEMON_SETS)
         self.nodes = self.factory.informer(NODES, indexers={"label": label_pairs})
         self.pods = self.factory.informer(PODS, indexers={"owner": index_by_owner_uid})
-        self.queue: RateLimitingQueue[str] = RateLimitingQueue(name="daemonset", clock=clock)
-        self.expectations = Expectations(clock=clock)
+        self.queue: RateLimitingQueue[str] = RateLimitingQueue(name="daemonset", clock=self.clock)
+        self.expectations = Expectations(clock=self.clock)
         self.daemonsets.add_handler(EnqueueHandler(self.queue))
         self.daemonsets.add_handler(FuncHandler(delete=self._forget))
         # DaemonSet UID -> (resourceVersion, its pod without a node): what fit checks use.

@@ -10,42 +10,27 @@ from __future__ import annotations
 from typing import Any
 
 from computedomain.kube import errors
-from computedomain.kube.events import EventRecorder
 from computedomain.kube.informer import EnqueueHandler, FuncHandler
-from computedomain.kube.informerfactory import InformerFactory
 from computedomain.kube.resources import DEPLOYMENTS, PODS
-from computedomain.kube.rest import Api
 from computedomain.kube.store import index_by_owner_uid
 from computedomain.kube.workqueue import RateLimitingQueue
-from computedomain.runtime.clock import REAL_CLOCK, Clock
 
 from . import deployment, names, slowstart
 from .daemonset_controller import owner_key
 from .expectations import Expectations
-from .running import run_controller
+from .running import ControlPlaneController, run_controller
 
 __all__ = ["DeploymentController"]
 
 
-class DeploymentController:
+class DeploymentController(ControlPlaneController):
     """``spec.replicas`` pods of the template for every Deployment."""
 
-    def __init__(
-        self,
-        api: Api,
-        *,
-        events: EventRecorder,
-        clock: Clock | None = None,
-        informers: InformerFactory | None = None,
-    ) -> None:
-        self.api = api
-        self.factory = informers or InformerFactory(api)
-        self.events = events
-        clock = clock or REAL_CLOCK
+    def _wire(self) -> None:
         self.deployments = self.factory.informer(DEPLOYMENTS)
         self.pods = self.factory.informer(PODS, indexers={"owner": index_by_owner_uid})
-        self.queue: RateLimitingQueue[str] = RateLimitingQueue(name="deployment", clock=clock)
-        self.expectations = Expectations(clock=clock)
+        self.queue: RateLimitingQueue[str] = RateLimitingQueue(name="deployment", clock=self.clock)
+        self.expectations = Expectations(clock=self.clock)
         self.deployments.add_handler(EnqueueHandler(self.queue))
         self.pods.add_handler(
             FuncHandler(

@@ -11,39 +11,23 @@ from __future__ import annotations
 from typing import Any
 
 from computedomain.kube import errors
-from computedomain.kube.events import EventRecorder
 from computedomain.kube.informer import FuncHandler
-from computedomain.kube.informerfactory import InformerFactory
 from computedomain.kube.resources import NODES, PODS
-from computedomain.kube.rest import Api
 from computedomain.kube.store import index_by_node_name, object_key
 from computedomain.kube.workqueue import RateLimitingQueue
-from computedomain.runtime.clock import REAL_CLOCK, Clock
 
-from .running import run_controller
+from .running import ControlPlaneController, run_controller
 
 __all__ = ["PodGarbageCollector"]
 
 
-class PodGarbageCollector:
+class PodGarbageCollector(ControlPlaneController):
     """Force-deletes pods of deleted nodes."""
 
-    def __init__(
-        self,
-        api: Api,
-        *,
-        events: EventRecorder,
-        clock: Clock | None = None,
-        informers: InformerFactory | None = None,
-    ) -> None:
-        self.api = api
-        self.factory = informers or InformerFactory(api)
-        self.events = events
+    def _wire(self) -> None:
         self.nodes = self.factory.informer(NODES)
         self.pods = self.factory.informer(PODS, indexers={"node": index_by_node_name})
-        self.queue: RateLimitingQueue[str] = RateLimitingQueue(
-            name="podgc", clock=clock or REAL_CLOCK
-        )
+        self.queue: RateLimitingQueue[str] = RateLimitingQueue(name="podgc", clock=self.clock)
         self.pods.add_handler(
             FuncHandler(
                 add=lambda p: self.queue.add(object_key(p)),

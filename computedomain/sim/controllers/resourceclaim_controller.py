@@ -20,11 +20,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from computedomain.kube import errors
-from computedomain.kube.events import EventRecorder
 from computedomain.kube.informer import FuncHandler
-from computedomain.kube.informerfactory import InformerFactory
 from computedomain.kube.resources import PODS, RESOURCE_CLAIM_TEMPLATES, RESOURCE_CLAIMS
-from computedomain.kube.rest import Api
 from computedomain.kube.store import (
     index_by_namespace,
     index_by_owner_uid,
@@ -32,10 +29,9 @@ from computedomain.kube.store import (
     object_key,
 )
 from computedomain.kube.workqueue import RateLimitingQueue
-from computedomain.runtime.clock import REAL_CLOCK, Clock
 
 from . import names, resourceclaims
-from .running import run_controller
+from .running import ControlPlaneController, run_controller
 
 __all__ = ["ResourceClaimController"]
 
@@ -43,27 +39,18 @@ Obj = Mapping[str, Any]
 WORKERS = 10
 
 
-class ResourceClaimController:
+class ResourceClaimController(ControlPlaneController):
     """Claims for pods from templates; release of unused claims."""
 
-    def __init__(
-        self,
-        api: Api,
-        *,
-        events: EventRecorder,
-        clock: Clock | None = None,
-        informers: InformerFactory | None = None,
-    ) -> None:
-        self.api = api
-        self.factory = informers or InformerFactory(api)
-        self.events = events
-        clock = clock or REAL_CLOCK
+    def _wire(self) -> None:
         self.pods = self.factory.informer(
             PODS, indexers={"uid": index_by_uid, "namespace": index_by_namespace}
         )
         self.claims = self.factory.informer(RESOURCE_CLAIMS, indexers={"owner": index_by_owner_uid})
         self.templates = self.factory.informer(RESOURCE_CLAIM_TEMPLATES)
-        self.queue: RateLimitingQueue[str] = RateLimitingQueue(name="resourceclaim", clock=clock)
+        self.queue: RateLimitingQueue[str] = RateLimitingQueue(
+            name="resourceclaim", clock=self.clock
+        )
         self.pods.add_handler(
             FuncHandler(add=self._pod, update=lambda _o, n: self._pod(n), delete=self._pod)
         )

@@ -32,9 +32,8 @@ from typing import Any
 import attrs
 
 from computedomain.kube import errors
-from computedomain.kube.events import EventRecorder, timestamp
+from computedomain.kube.events import timestamp
 from computedomain.kube.informer import FuncHandler, Informer
-from computedomain.kube.informerfactory import InformerFactory
 from computedomain.kube.mutationcache import MutationCache
 from computedomain.kube.resources import (
     DEVICE_CLASSES,
@@ -43,13 +42,11 @@ from computedomain.kube.resources import (
     RESOURCE_CLAIMS,
     RESOURCE_SLICES,
 )
-from computedomain.kube.rest import Api
 from computedomain.kube.store import index_by_node_name, object_key
 from computedomain.kube.workqueue import RateLimitingQueue
 from computedomain.runtime import logs
-from computedomain.runtime.clock import REAL_CLOCK, Clock
 from computedomain.sim.controllers.resourceclaims import PROTECTION_FINALIZER
-from computedomain.sim.controllers.running import run_controller
+from computedomain.sim.controllers.running import ControlPlaneController, run_controller
 
 from . import allocation, placement, requeue
 from .allocated import AllocatedDevices
@@ -158,21 +155,10 @@ def slice_node(resource_slice: dict[str, Any]) -> list[str]:
     return [str((resource_slice.get("spec") or {}).get("nodeName") or "")]
 
 
-class Scheduler:
+class Scheduler(ControlPlaneController):
     """Informers, a queue of pending pods, several binding workers (module doc)."""
 
-    def __init__(
-        self,
-        api: Api,
-        *,
-        events: EventRecorder,
-        clock: Clock | None = None,
-        informers: InformerFactory | None = None,
-    ) -> None:
-        self.api = api
-        self.events = events
-        self.clock = clock or REAL_CLOCK
-        self.factory = informers or InformerFactory(api)
+    def _wire(self) -> None:
         self.nodes = self.factory.informer(NODES)
         self.pods = self.factory.informer(
             PODS,
