@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
+from computedomain.kube.events import EventRecorder
+from computedomain.kube.informerfactory import InformerFactory
+from computedomain.kube.rest import Api
 from computedomain.sim.controllers import daemonset
+from computedomain.sim.controllers.daemonset_controller import DaemonSetController
 from computedomain.sim.scheduler import placement
 
 LABEL = "resource.nvidia.com/computeDomain"
@@ -189,3 +193,23 @@ def test_unscheduled_pod_counts_for_its_affinity_node() -> None:
     pending["metadata"].update(uid="u", creationTimestamp="1")
     plan1 = daemonset.plan(ds(), [node("n0")], [pending], NAMES)
     assert plan1.creates == ()
+
+
+def test_the_probe_pod_is_made_once_per_generation() -> None:
+    """A status write is a new version of the DaemonSet but not a new template: the fit checks
+    keep their probe pod until the generation changes."""
+    api = cast(Api, None)  # never used: nothing runs
+    controller = DaemonSetController(
+        api, events=cast(EventRecorder, None), informers=InformerFactory(api)
+    )
+    first = ds()
+    probe = controller._probe(first)
+    status_written = {**first, "metadata": {**first["metadata"], "resourceVersion": "9"}}
+    assert controller._probe(status_written) is probe
+    edited = ds(tolerations=[{"key": "k", "operator": "Exists"}])
+    edited["metadata"]["generation"] = 4
+    changed = controller._probe(edited)
+    assert changed is not probe
+    assert {"key": "k", "operator": "Exists"} in changed["spec"]["tolerations"]
+    controller._forget(edited)
+    assert controller._probe(edited) is not changed
