@@ -122,6 +122,8 @@ class DaemonSetController(ControlPlaneController):
     """One pod per fitting node for every DaemonSet."""
 
     def _wire(self) -> None:
+        # DaemonSet UID -> (generation, its pod without a node): what fit checks use.
+        self._probes: dict[str, tuple[object, Obj]] = {}
         self.daemonsets = self.factory.informer(DAEMON_SETS)
         self.nodes = self.factory.informer(NODES, indexers={"label": label_pairs})
         self.pods = self.factory.informer(PODS, indexers={"owner": index_by_owner_uid})
@@ -129,8 +131,6 @@ class DaemonSetController(ControlPlaneController):
         self.expectations = Expectations(clock=self.clock)
         self.daemonsets.add_handler(EnqueueHandler(self.queue))
         self.daemonsets.add_handler(FuncHandler(delete=self._forget))
-        # DaemonSet UID -> (generation, its pod without a node): what fit checks use.
-        self._probes: dict[str, tuple[object, Obj]] = {}
         self.pods.add_handler(
             FuncHandler(
                 add=self.expectations.observed,
