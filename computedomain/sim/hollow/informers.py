@@ -1,7 +1,8 @@
 """One set of informers shared by every hollow node of a process, and per-node views of them.
 
 Used by :mod:`.plugin` (each hollow kubelet plugin's cluster view and Node cache) and
-:mod:`.kubelet` (the pods bound to each node). Calls :class:`computedomain.kube.informer.Informer`.
+:mod:`.kubelet` (the pods bound to each node); ``bench/scale.py`` follows the pods through the
+same pod informer. Calls :class:`computedomain.kube.informer.Informer`.
 
 Deviation from a real cluster, on purpose: a real node's plugin runs four informers of its own
 (ComputeDomains, cliques, its daemon pods, its Node) and its kubelet one more (its pods). With
