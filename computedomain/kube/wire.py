@@ -7,12 +7,12 @@ meta for list items, JSON bodies, and newline-delimited watch events.
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
 
+from computedomain.api import jsoncodec
 from computedomain.kube import errors
 from computedomain.kube.resources import Resource
 
@@ -51,7 +51,7 @@ def decode_body(data: bytes, status: int, what: str) -> dict[str, Any]:
     if not data.strip():
         return {}
     try:
-        decoded = json.loads(data)
+        decoded = jsoncodec.loads(data)
     except ValueError as exc:
         msg = f"{what}: answer is not JSON: {data[:200]!r}"
         raise errors.ApiServerError(status, "InvalidResponse", msg) from exc
@@ -63,7 +63,7 @@ def decode_body(data: bytes, status: int, what: str) -> dict[str, Any]:
 
 def decode_event(line: bytes, path: str) -> tuple[str, dict[str, Any]]:
     try:
-        event = json.loads(line)
+        event = jsoncodec.loads(line)
         kind = event["type"]
         obj = event["object"]
     except (ValueError, KeyError, TypeError) as exc:

@@ -11,11 +11,12 @@ function) for watch events. Pure.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
 import attrs
+
+from computedomain.api import jsoncodec
 
 from .registry import ResourceType
 from .store import dumps
@@ -46,10 +47,10 @@ class View:
         if not self.id:
             return None
         to_view = self.to_view
-        return lambda raw: dumps(to_view(json.loads(raw)))
+        return lambda raw: dumps(to_view(jsoncodec.loads(raw)))
 
     def render(self, raw: bytes) -> bytes:
-        return raw if not self.id else dumps(self.to_view(json.loads(raw)))
+        return raw if not self.id else dumps(self.to_view(jsoncodec.loads(raw)))
 
 
 def _identity(obj: dict[str, Any]) -> dict[str, Any]:

@@ -9,8 +9,9 @@ Called by :mod:`.writes`; pure (the input object is not changed); raises
 from __future__ import annotations
 
 import copy
-import json
 from typing import Any
+
+from computedomain.api import jsoncodec
 
 from . import status, strategic
 from .registry import ResourceType
@@ -23,7 +24,7 @@ APPLY = "application/apply-patch+yaml"
 
 def _decode(body: bytes) -> Any:
     try:
-        return json.loads(body)
+        return jsoncodec.loads(body)
     except (ValueError, UnicodeDecodeError) as exc:
         raise status.bad_request(f"error decoding patch: {exc}") from None
 

@@ -29,7 +29,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import json
 import logging
 import secrets
 import threading
@@ -40,6 +39,8 @@ from typing import Any
 
 import yaml
 from aiohttp import web
+
+from computedomain.api import jsoncodec
 
 from . import app as app_module
 from . import objects, security, status, writes
@@ -266,7 +267,7 @@ def _load(state: ApiState, crds: CrdController, persistence: SqlitePersistence) 
     store.rv = max([persistence.resource_version(), *(r.rv for r in rows)])
     by_key: dict[tuple[str, str], list[Entry]] = {}
     for row in sorted(rows, key=lambda r: r.skey != CRD_KEY):
-        obj = json.loads(row.raw)
+        obj = jsoncodec.loads(row.raw)
         if row.skey == CRD_KEY:
             crds.serve(obj)
         rt = state.registry.by_storage(row.skey)

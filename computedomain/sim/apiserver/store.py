@@ -17,10 +17,11 @@ values, owner uids); decoded dicts are never retained.
 from __future__ import annotations
 
 import bisect
-import json
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
+
+from computedomain.api import jsoncodec
 
 StorageKey = tuple[str, str]  # (group, plural)
 EMPTY: Mapping[str, str] = {}
@@ -28,7 +29,7 @@ EMPTY: Mapping[str, str] = {}
 
 def dumps(obj: Any) -> bytes:
     """Compact JSON bytes, the server's one serialisation of an object."""
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+    return jsoncodec.dumps(obj)
 
 
 class Entry:
@@ -65,7 +66,7 @@ class Entry:
 
     def decode(self) -> dict[str, Any]:
         """A fresh, caller-owned dict of the object."""
-        out: dict[str, Any] = json.loads(self.raw)
+        out: dict[str, Any] = jsoncodec.loads(self.raw)
         return out
 
 

@@ -23,11 +23,12 @@ drop streams or end them with an early 410 without touching this module's caller
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
+
+from computedomain.api import jsoncodec
 
 from .selectors import FieldSelector, LabelSelector
 from .store import Entry, Event, StorageKey, dumps
@@ -57,7 +58,7 @@ def bookmark_line(kind: str, api_version: str, rv: int, initial_end: bool = Fals
 
 
 def _with_rv(raw: bytes, rv: int) -> bytes:
-    obj = json.loads(raw)
+    obj = jsoncodec.loads(raw)
     obj.setdefault("metadata", {})["resourceVersion"] = str(rv)
     return dumps(obj)
 

@@ -7,12 +7,13 @@ Called by :mod:`.rest`, :mod:`.discovery` and :mod:`.pipeline`. Decoding raises
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import Any
 
 import yaml
 from aiohttp import web
+
+from computedomain.api import jsoncodec
 
 from . import protobuf, status
 from .store import dumps
@@ -56,7 +57,7 @@ def decode(body: bytes, content_type: str) -> Any:
     if media not in ("", JSON, "*/*") and not media.endswith("+json"):
         raise status.unsupported_media_type(content_type, [JSON, "application/yaml"])
     try:
-        return json.loads(body)
+        return jsoncodec.loads(body)
     except (ValueError, UnicodeDecodeError) as exc:
         raise status.bad_request(f"couldn't get version/kind; json parse error: {exc}") from None
 
