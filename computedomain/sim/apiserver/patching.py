@@ -132,7 +132,7 @@ def json_patch(doc: Any, ops: Any) -> Any:
     if not isinstance(ops, list):
         msg = "json: cannot unmarshal object into Go value of type jsonpatch.Patch"
         raise JsonPatchError(msg)
-    doc = copy.deepcopy(doc)
+    doc = jsoncodec.copy(doc)
     for op in ops:
         if not isinstance(op, dict) or not isinstance(op.get("op"), str):
             msg = "Unexpected kind: missing op"

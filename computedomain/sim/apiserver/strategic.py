@@ -13,6 +13,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from computedomain.api import jsoncodec
+
 # field name -> merge key (patchMergeKey in the Go types, patchStrategy "merge")
 MERGE_KEYS = {
     "containers": "name",
@@ -48,7 +50,7 @@ _DELETE = object()
 
 def apply(original: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
     """The strategic merge of ``patch`` into a copy of ``original``."""
-    out = _merge_map(copy.deepcopy(original), patch)
+    out = _merge_map(jsoncodec.copy(original), patch)
     if out is _DELETE:
         return {}
     assert isinstance(out, dict)

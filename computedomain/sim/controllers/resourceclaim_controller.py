@@ -15,10 +15,10 @@ two workers, and the keys of one pod and of its claims only meet in compare-and-
 from __future__ import annotations
 
 import contextlib
-import copy
 from collections.abc import Mapping
 from typing import Any
 
+from computedomain.api import jsoncodec
 from computedomain.kube import errors
 from computedomain.kube.informer import FuncHandler
 from computedomain.kube.resources import PODS, RESOURCE_CLAIM_TEMPLATES, RESOURCE_CLAIMS
@@ -154,7 +154,7 @@ class ResourceClaimController(ControlPlaneController):
         release = resourceclaims.release(claim, live)
         if release is None:
             return
-        body = copy.deepcopy(claim)
+        body = jsoncodec.copy(claim)
         try:
             if release.status != (claim.get("status") or {}):
                 body["status"] = release.status

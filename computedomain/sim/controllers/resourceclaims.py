@@ -19,11 +19,12 @@ conflict, about one claim in six while a domain formed).
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
+
+from computedomain.api import jsoncodec
 
 from . import names
 
@@ -172,5 +173,5 @@ def _claim(pod: Obj, pod_claim: str, name: str, template: Obj) -> dict[str, Any]
                 }
             ],
         },
-        "spec": copy.deepcopy(dict((template.get("spec") or {}).get("spec") or {})),
+        "spec": jsoncodec.copy(dict((template.get("spec") or {}).get("spec") or {})),
     }

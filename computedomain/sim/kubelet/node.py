@@ -17,14 +17,13 @@ every node watcher, per node every 10 s.
 
 from __future__ import annotations
 
-import copy
 import uuid
 from collections.abc import Mapping
 from typing import Any
 
 import attrs
 
-from computedomain.api import names
+from computedomain.api import jsoncodec, names
 from computedomain.kube import errors
 from computedomain.kube.events import timestamp
 from computedomain.kube.leaderelection import micro_time
@@ -200,7 +199,7 @@ class NodeAgent:
             node = await self.api.create(NODES, body)
         except errors.AlreadyExists:
             current = await self.api.get(NODES, self.config.name)
-            merged = copy.deepcopy(current)
+            merged = jsoncodec.copy(current)
             merged["metadata"]["labels"] = {
                 **(current["metadata"].get("labels") or {}),
                 **body["metadata"]["labels"],
@@ -245,7 +244,7 @@ class NodeAgent:
                     LEASES, lease_object(owner, now), LEASE_NAMESPACE
                 )
                 return
-        body = copy.deepcopy(lease)
+        body = jsoncodec.copy(lease)
         body.setdefault("spec", {})["renewTime"] = micro_time(now)
         body["spec"]["holderIdentity"] = self.config.name
         body["spec"]["leaseDurationSeconds"] = LEASE_DURATION_S

@@ -25,12 +25,12 @@ through a mutation cache, so a device is never allocated twice.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
 
+from computedomain.api import jsoncodec
 from computedomain.kube import errors
 from computedomain.kube.events import timestamp
 from computedomain.kube.informer import FuncHandler, Informer
@@ -372,7 +372,7 @@ class Scheduler(ControlPlaneController):
     async def _reserve(self, claim: Obj, pod: Obj, new_allocation: dict[str, Any] | None) -> None:
         """Write the allocation (if new) and add the pod to ``reservedFor``; CAS with re-read."""
         meta = claim["metadata"]
-        body = copy.deepcopy(dict(claim))
+        body = jsoncodec.copy(dict(claim))
         if new_allocation is not None and PROTECTION_FINALIZER not in (
             meta.get("finalizers") or []
         ):
