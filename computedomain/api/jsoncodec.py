@@ -13,7 +13,8 @@ beyond 64 bits decodes as a float (Go's decoder for custom resources does the sa
 ValueError, as any syntax error), where ``json`` would return a float that no other client can
 read back. A document orjson refuses is handed to ``json``, which accepts what only it accepts
 (lone surrogates in strings) and words the error otherwise. Encoding spells some floats
-differently (``1e-7`` for ``1e-07``); the value read back is the same. Pure.
+differently (``1e-7`` for ``1e-07``); the value read back is the same. A NaN or infinite float,
+which no document decoded here can hold, is encoded (and copied) as ``null``. Pure.
 """
 
 from __future__ import annotations
@@ -52,8 +53,9 @@ def loads(data: bytes | bytearray | memoryview | str) -> Any:
 
 def dumps(obj: Any) -> bytes:
     """Compact UTF-8 JSON: the value of ``json.dumps(obj, separators=(",", ":"),
-    ensure_ascii=False).encode()``, that function's work (and error) where orjson cannot
-    encode ``obj`` (integers beyond 64 bits, keys that are not strings)."""
+    ensure_ascii=False).encode()`` (non-finite floats aside, see the module doc), and that
+    function's work (and error) where orjson cannot encode ``obj`` (integers beyond 64 bits,
+    keys that are not strings)."""
     try:
         out = orjson.dumps(obj)
     except orjson.JSONEncodeError:
