@@ -74,6 +74,7 @@ class PluginManager:
         self._wipes: dict[str, asyncio.Task[None]] = {}
         # driver -> (the registration it was made for, its connection)
         self._clients: dict[str, tuple[RegisteredPlugin, kubelet_client.DraClient]] = {}
+        self._closings: set[asyncio.Task[None]] = set()  # held: the loop keeps weak references
 
     def client(self, driver: str) -> kubelet_client.DraClient | None:
         """The connection to ``driver``'s DRA service, or None when it is not registered.
@@ -93,7 +94,13 @@ class PluginManager:
         """Close ``client`` in the background (calls on it still in flight fail, as they
         would with the plugin gone)."""
         task = asyncio.ensure_future(client.close())
-        task.add_done_callback(lambda t: None if t.cancelled() else t.exception())
+        self._closings.add(task)
+        task.add_done_callback(self._closed)
+
+    def _closed(self, task: asyncio.Task[None]) -> None:
+        self._closings.discard(task)
+        if not task.cancelled():
+            task.exception()  # retrieved: a failed close of a dropped connection is not news
 
     def _forget(self, driver: str) -> None:
         made = self._clients.pop(driver, None)
@@ -107,10 +114,13 @@ class PluginManager:
             self._forget(driver)
 
     async def close(self) -> None:
-        """Close every connection. Idempotent."""
+        """Close every connection, and wait for those being closed in the background.
+        Idempotent."""
         clients = [client for _, client in self._clients.values()]
         self._clients.clear()
-        await asyncio.gather(*(client.close() for client in clients), return_exceptions=True)
+        await asyncio.gather(
+            *(client.close() for client in clients), *self._closings, return_exceptions=True
+        )
 
     async def run(self) -> None:
         """Scan until cancelled."""

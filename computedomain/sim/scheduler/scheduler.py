@@ -227,7 +227,7 @@ class Scheduler(ControlPlaneController):
         # Through the index: a node's label or readiness change requeues the waiting pods, and
         # a scan of every pod per node change was quadratic while a domain's nodes joined.
         for pod in self.pods.store.by_index(PENDING, PENDING):
-            self._pod_changed(pod)
+            self.queue.add(object_key(pod))
 
     def _claim_changed(self, old: Obj | None, new: Obj | None) -> None:
         """Reconsider the pending pods a claim event can unblock (see :mod:`.requeue`)."""

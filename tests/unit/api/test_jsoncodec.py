@@ -87,4 +87,8 @@ def test_what_only_the_standard_library_reads_is_still_read() -> None:
 
 def test_what_only_the_standard_library_writes_is_still_written() -> None:
     assert jsoncodec.dumps({1: "a"}) == b'{"1":"a"}'  # a key that is not a string
-    assert math.isfinite(jsoncodec.loads(jsoncodec.dumps(1.5)))
+
+
+def test_a_non_finite_float_is_written_as_null() -> None:
+    assert jsoncodec.dumps([math.nan, math.inf]) == b"[null,null]"
+    assert jsoncodec.copy({"x": -math.inf}) == {"x": None}
