@@ -5,8 +5,9 @@ process (fake NVML), registers as the kubelet would, then for N channel claims o
 and N daemon claims: creates the allocated claim through the API (not timed), then times
 NodePrepareResources and NodeUnprepareResources (v1) one claim at a time. Prints one JSON
 document: p50/p99/mean/max per operation in milliseconds, the plugin's CPU time per claim, its
-peak RSS (VmHWM) in MB, the machine's load, and the targets (p50 <= 3 ms, p99 <= 15 ms, RSS <=
-80 MB).
+peak RSS (VmHWM) in MB, the machine's load, the round-trip floor before and after (an empty
+NodePrepareResources and an API GET: see :func:`floor`), and the targets (p50 <= 3 ms, p99 <=
+15 ms, RSS <= 80 MB).
 
 The plugin's data directory (checkpoint, lock, sockets) goes under ``--data-dir`` (default
 /tmp, a disk here, as /var/lib/kubelet is in production), the CDI root under ``--cdi-dir``
@@ -204,6 +205,32 @@ async def measure(
     }
 
 
+async def floor(client: kubelet_client.DraClient, api: Api, *, count: int) -> dict[str, float]:
+    """What the machine charges for the round trips a prepare makes, with no work in them.
+
+    A prepare is one gRPC call to the plugin and two API requests from it (read the claim,
+    label the node), an unprepare one call and one request; both run as Python on both ends, so
+    their latency follows the machine's speed, which varies by 2x or more over minutes on a
+    shared host. An empty NodePrepareResources (no claims: the plugin answers at once) over
+    the same channel, and a GET of the Node from this process, put the claim figures in
+    proportion. Measured before and after the claims, to show a change of speed during the run.
+    """
+    rpc: list[float] = []
+    get: list[float] = []
+    for _ in range(count):
+        started = time.perf_counter()
+        await client.prepare([])
+        answered = time.perf_counter()
+        await api.get(resources.NODES, NODE)
+        done = time.perf_counter()
+        rpc.append(answered - started)
+        get.append(done - answered)
+    return {
+        "empty_rpc_p50_ms": percentiles(rpc)["p50"],
+        "api_get_p50_ms": percentiles(get)["p50"],
+    }
+
+
 def _open_log(path: Path) -> Any:
     return path.open("wb")
 
@@ -254,8 +281,11 @@ async def run(
                 await asyncio.sleep(0.1)
         async with kubelet_client.DraClient.for_registration(registration) as client:
             uid = cd["metadata"]["uid"]
+            floor_count = max(1, count // 4)
+            before = await floor(client, api, count=floor_count)
             channel = await measure(client, api, "channel", uid, count=count, pid=process.pid)
             daemon = await measure(client, api, "daemon", uid, count=count, pid=process.pid)
+            after = await floor(client, api, count=floor_count)
         rss = peak_rss_mb(process.pid)
     finally:
         process.terminate()
@@ -267,6 +297,7 @@ async def run(
         "channel_claims_ready_domain": channel,
         "daemon_claims": daemon,
         "plugin_peak_rss_mb": rss,
+        "round_trip_floor": {"before": before, "after": after, "samples": floor_count},
         "data_dir": str(root),
         "cdi_root": str(cdi_root),
         "cpus": os.cpu_count(),
