@@ -288,7 +288,8 @@ async def run(
             after = await floor(client, api, count=floor_count)
         rss = peak_rss_mb(process.pid)
     finally:
-        process.terminate()
+        if process.returncode is None:  # a plugin that exited early has its log in the error
+            process.terminate()
         await process.wait()
         log.close()
         await api.close()
