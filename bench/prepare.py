@@ -208,10 +208,10 @@ async def measure(
 async def floor(client: kubelet_client.DraClient, api: Api, *, count: int) -> dict[str, float]:
     """What the machine charges for the round trips a prepare makes, with no work in them.
 
-    A prepare is one gRPC call to the plugin and two API requests from it (read the claim,
-    label the node), an unprepare one call and one request; both run as Python on both ends, so
-    their latency follows the machine's speed, which varies by 2x or more over minutes on a
-    shared host. An empty NodePrepareResources (no claims: the plugin answers at once) over
+    A channel claim's prepare is one gRPC call to the plugin and two API requests from it (read
+    the claim, label the node), its unprepare one call and one request; all run as Python on
+    both ends, so their latency follows the machine's speed, which varied by 2x within minutes
+    on a shared host. An empty NodePrepareResources (no claims: the plugin answers at once) over
     the same channel, and a GET of the Node from this process, put the claim figures in
     proportion. Measured before and after the claims, to show a change of speed during the run.
     """
