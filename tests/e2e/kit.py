@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -517,3 +518,19 @@ async def hosts_consistent(
         return f"expected per clique {expected}, seen per node {await seen()}"
 
     await wait_until("daemon hosts files consistent", probe, within=within, explain=explain)
+
+
+def child_processes() -> set[int]:
+    """PIDs of the processes whose parent is this test process: a benchmark or program run as
+    a child must leave none behind."""
+    mine = str(os.getpid())
+    found = set()
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                with open(f"/proc/{entry.name}/stat") as stat:
+                    if stat.read().rpartition(")")[2].split()[1] == mine:
+                        found.add(int(entry.name))
+            except OSError:
+                continue
+    return found

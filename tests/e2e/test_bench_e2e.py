@@ -5,32 +5,18 @@ processes, print one JSON document and leave no process behind."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from . import kit
+
 pytestmark = [pytest.mark.slow, pytest.mark.scenario, pytest.mark.timeout(480)]
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "e2e.py"
 PLUGIN_USER = "system:serviceaccount:computedomain-system:computedomain-kubelet-plugin"
-
-
-def _descendants() -> set[int]:
-    """Processes whose parent is this test process (the benchmark must leave none)."""
-    mine = str(os.getpid())
-    found = set()
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            try:
-                with open(f"/proc/{entry.name}/stat") as stat:
-                    if stat.read().rpartition(")")[2].split()[1] == mine:
-                        found.add(int(entry.name))
-            except OSError:
-                continue
-    return found
 
 
 def test_the_benchmark_measures_a_domain_on_one_rack_of_two_nodes() -> None:
@@ -56,4 +42,4 @@ def test_the_benchmark_measures_a_domain_on_one_rack_of_two_nodes() -> None:
     assert memory["daemon"]["count"] == 2
     assert 0 < memory["plugin"]["max"] <= memory["plugin"]["sum"]
     assert size["cpu_s"]["daemon"] > 0
-    assert _descendants() == set()
+    assert kit.child_processes() == set()
