@@ -8,7 +8,6 @@ Called by :mod:`.writes`; pure (the input object is not changed); raises
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from computedomain.api import jsoncodec
@@ -32,7 +31,7 @@ def _decode(body: bytes) -> Any:
 def merge_patch(target: Any, patch: Any) -> Any:
     """RFC 7386: returns a new document; ``target`` is not changed."""
     if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
+        return jsoncodec.copy(patch)
     out = dict(target) if isinstance(target, dict) else {}
     for key, value in patch.items():
         if value is None:
@@ -146,7 +145,7 @@ def json_patch(doc: Any, ops: Any) -> Any:
             msg = f"{kind} operation: missing value"
             raise JsonPatchError(msg)
         if kind == "add":
-            doc = _add(doc, path, copy.deepcopy(op["value"]))
+            doc = _add(doc, path, jsoncodec.copy(op["value"]))
         elif kind == "remove":
             _remove(doc, path)
         elif kind == "replace":
@@ -157,13 +156,13 @@ def json_patch(doc: Any, ops: Any) -> Any:
                 raise JsonPatchError(msg) from None
             if _pointer(path):
                 _remove(doc, path, "replace")
-            doc = _add(doc, path, copy.deepcopy(op["value"]), "replace")
+            doc = _add(doc, path, jsoncodec.copy(op["value"]), "replace")
         elif kind in ("move", "copy"):
             src = op.get("from")
             if not isinstance(src, str):
                 msg = f"{kind} operation: missing from"
                 raise JsonPatchError(msg)
-            value = _remove(doc, src, kind) if kind == "move" else copy.deepcopy(_get(doc, src))
+            value = _remove(doc, src, kind) if kind == "move" else jsoncodec.copy(_get(doc, src))
             doc = _add(doc, path, value, kind)
         elif kind == "test":
             try:

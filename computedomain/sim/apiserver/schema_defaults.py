@@ -26,19 +26,10 @@ Pruner = Callable[[Any, "list[str] | None", str], Any]
 _META_FIELDS: Final = frozenset({"apiVersion", "kind", "metadata"})
 
 
-def copy_json(value: Any) -> Any:
-    """A deep copy of decoded JSON (:func:`computedomain.api.jsoncodec.copy`)."""
-    return jsoncodec.copy(value)
-
-
-def _copy_through(value: Any) -> Any:
-    return copy_json(value)
-
-
 def compile_defaulter(node: Node | None) -> Defaulter:
     """The defaulting closure for ``node``: pure, returns a new value."""
     if node is None:
-        return _copy_through
+        return jsoncodec.copy
     props: dict[str, tuple[Defaulter, Node]] = {
         name: (compile_defaulter(sub), sub) for name, sub in node.properties.items()
     }
@@ -60,24 +51,24 @@ def compile_defaulter(node: Node | None) -> Defaulter:
             for key, sub_value in value.items():
                 entry = props.get(key) or additional
                 if entry is None:
-                    out[key] = copy_json(sub_value)
+                    out[key] = jsoncodec.copy(sub_value)
                     continue
                 sub_apply, sub_node = entry
                 if sub_value is None and not sub_node.nullable:
                     if sub_node.has_default:
-                        out[key] = sub_apply(copy_json(sub_node.default))
+                        out[key] = sub_apply(jsoncodec.copy(sub_node.default))
                     continue  # PruneNonNullableNullsWithoutDefaults
                 out[key] = sub_apply(sub_value)
             for key, default, sub_apply in with_default:
                 if key not in out and key not in value:
-                    out[key] = sub_apply(copy_json(default))
+                    out[key] = sub_apply(jsoncodec.copy(default))
             return out
         if isinstance(value, list):
             if items is None:
-                return copy_json(value)
+                return jsoncodec.copy(value)
             item_apply, item_node = items
             return [
-                item_apply(copy_json(item_node.default))
+                item_apply(jsoncodec.copy(item_node.default))
                 if v is None and not item_node.nullable and item_node.has_default
                 else item_apply(v)
                 for v in value
@@ -116,7 +107,7 @@ def compile_pruner(node: Node | None, *, root: bool = False) -> Pruner:
             out: dict[str, Any] = {}
             for key, sub_value in value.items():
                 if keep_meta and key in _META_FIELDS:
-                    out[key] = copy_json(sub_value)
+                    out[key] = jsoncodec.copy(sub_value)
                     continue
                 sub_prune = props.get(key) or additional
                 if sub_prune is not None:
@@ -146,7 +137,7 @@ def _compile_skip_pruner(node: Node | None) -> Pruner:
     """Pruning under x-kubernetes-preserve-unknown-fields: unknown keys stay, known subtrees are
     still pruned by their own schemas (upstream's ``skipPrune``)."""
     if node is None:
-        return lambda value, unknown, path: copy_json(value)
+        return lambda value, unknown, path: jsoncodec.copy(value)
     props = {name: compile_pruner(sub) for name, sub in node.properties.items()}
     additional = compile_pruner(node.additional) if node.additional is not None else None
     items = _compile_skip_pruner(node.items)
@@ -160,7 +151,7 @@ def _compile_skip_pruner(node: Node | None) -> Pruner:
                     None if embedded and key in _META_FIELDS else props.get(key) or additional
                 )
                 if sub_prune is None:
-                    out[key] = copy_json(sub_value)
+                    out[key] = jsoncodec.copy(sub_value)
                 else:
                     out[key] = sub_prune(sub_value, unknown, _sub(path, key, unknown))
             return out

@@ -10,7 +10,6 @@ Directives: ``$patch: replace|delete|merge`` (maps and list elements), ``$retain
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from computedomain.api import jsoncodec
@@ -62,7 +61,7 @@ def _merge_map(original: Any, patch: dict[str, Any]) -> Any:
     if directive == "delete":
         return _DELETE
     if directive == "replace":
-        return {k: copy.deepcopy(v) for k, v in patch.items() if k != "$patch"}
+        return {k: jsoncodec.copy(v) for k, v in patch.items() if k != "$patch"}
     if directive not in (None, "merge"):
         msg = f"Unknown patch type: {directive!r}"
         raise StrategicError(msg)

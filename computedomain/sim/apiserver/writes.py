@@ -308,7 +308,7 @@ def replace(
 def _status_merge(rt: ResourceType, new: dict[str, Any], old: dict[str, Any]) -> dict[str, Any]:
     """The object a ``/status`` write stores: the old object with the new status (and, for
     built-ins, the new labels and annotations, as their status strategies allow)."""
-    merged = deep_copy(old)
+    merged: dict[str, Any] = jsoncodec.copy(old)
     if "status" in new:
         merged["status"] = new["status"]
     else:
@@ -325,12 +325,6 @@ def _status_merge(rt: ResourceType, new: dict[str, Any], old: dict[str, Any]) ->
             else:
                 mm.pop(field, None)
     return merged
-
-
-def deep_copy(obj: dict[str, Any]) -> dict[str, Any]:
-    """A deep copy of a JSON object (through the JSON codec: faster than copy.deepcopy)."""
-    out: dict[str, Any] = jsoncodec.copy(obj)
-    return out
 
 
 def patch(
