@@ -30,9 +30,10 @@ system-deps:
 # hooks (with pathlib, re and typing) was 5-6 ms of every Python process the simulation starts,
 # the daemons' exec probes (one per second per forming daemon) among them.
 EDITABLE := --config-settings editable_mode=compat
-$(STAMP): pyproject.toml constraints.txt $(PLUGINS) | system-deps
+$(STAMP): pyproject.toml sim/pyproject.toml constraints.txt $(PLUGINS) | system-deps
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check -c constraints.txt $(EDITABLE) -e '.[dev]'
+	$(PY) -m pip install -q --disable-pip-version-check -c constraints.txt $(EDITABLE) -e sim
 	@for p in $(dir $(PLUGINS)); do \
 	  $(PY) -m pip install -q --disable-pip-version-check -c constraints.txt $(EDITABLE) -e $$p \
 	  || exit 1; done
@@ -46,7 +47,7 @@ venv: $(STAMP)
 # dozens of processes (plugins, daemons, probes, CLIs), so this was a third of their start-up
 # CPU. Up-to-date files are skipped, so it costs a second when nothing changed.
 bytecode: venv
-	$(PY) -m compileall -q -j 0 computedomain $(dir $(PLUGINS)) >/dev/null
+	$(PY) -m compileall -q -j 0 computedomain sim/computedomain_sim $(dir $(PLUGINS)) >/dev/null
 
 # `computedomain demo`: two simulated racks, a ComputeDomain with a worker per node, a summary,
 # teardown. Flags through DEMO_ARGS, e.g. DEMO_ARGS=--keep-running (kubectl while it runs).
@@ -59,7 +60,7 @@ lint: venv
 	$(VENV)/bin/lint-imports
 
 # The example plugins are checked as strictly as the package (their tests too).
-MYPY := $(VENV)/bin/mypy computedomain $(PLUGIN_PACKAGES) $(PLUGIN_TESTS)
+MYPY := $(VENV)/bin/mypy computedomain sim/computedomain_sim $(PLUGIN_PACKAGES) $(PLUGIN_TESTS)
 typecheck: venv
 	$(MYPY)
 

@@ -36,7 +36,7 @@ from typing import Any
 
 import psutil
 
-from computedomain.sim.apiserver import testing
+from computedomain_sim.apiserver import testing
 
 REPO = Path(__file__).resolve().parents[1]
 GROUP, VERSION, PLURAL = "resource.nvidia.com", "v1beta1", "computedomains"

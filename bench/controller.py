@@ -51,9 +51,9 @@ def serve(directory: Path) -> None:
     """Run an embedded API server with a counting stage until SIGTERM (``--serve`` mode)."""
     from aiohttp import web
 
-    from computedomain.sim.apiserver.pipeline import INFO
-    from computedomain.sim.apiserver.server import EmbeddedApiServer
-    from computedomain.sim.apiserver.status import ApiStatusError
+    from computedomain_sim.apiserver.pipeline import INFO
+    from computedomain_sim.apiserver.server import EmbeddedApiServer
+    from computedomain_sim.apiserver.status import ApiStatusError
 
     counts: Counter[tuple[str, str, str, int]] = Counter()
 

@@ -2,7 +2,7 @@
 
 Run: ``python bench/daemon_join.py [--sizes 18x1,72x4,288x16] [--runs N]`` (prints one JSON
 document). For each size ``KxC`` (K daemons spread over C cliques of one ComputeDomain), K
-in-process daemons (:class:`computedomain.sim.imex.hollow.HollowDaemon`: the real registration
+in-process daemons (:class:`computedomain_sim.imex.hollow.HollowDaemon`: the real registration
 loop, watches and hosts-file sync, each with its own API client and client-side rate limit
 5 qps / burst 10 as client-go's defaults) start at the same instant against an embedded API
 server running in its own process (as it would in a cluster). Measured from the start until
@@ -53,7 +53,7 @@ from computedomain.kube import errors, resources
 from computedomain.kube.client import ClientConfig, connect
 from computedomain.kube.rest import Api
 from computedomain.policies import registry
-from computedomain.sim.imex.hollow import HollowDaemon
+from computedomain_sim.imex.hollow import HollowDaemon
 
 ROOT = Path(__file__).resolve().parents[1]
 CRDS = sorted((ROOT / "deployments" / "base" / "crds").glob("*.yaml"))
@@ -62,7 +62,7 @@ NAMESPACE = "dra-driver-nvidia-gpu"
 SERVER_SCRIPT = """
 import sys, time
 from pathlib import Path
-from computedomain.sim.apiserver import testing
+from computedomain_sim.apiserver import testing
 with testing.running(Path(sys.argv[1])) as server:
     server.install_crds([Path(p) for p in sys.argv[2:]])
     print(server.url, server.token, flush=True)

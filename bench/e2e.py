@@ -13,7 +13,7 @@ reports
   from the creation of the domain, with the moments workers were scheduled and daemons Running;
 - ``api_requests``: requests the API server served between the domain's creation and
   readiness, by authenticated user (each component has its own ServiceAccount), with verbs,
-  user agents and the 409/429 answers (:mod:`computedomain.sim.apiserver.accounting`);
+  user agents and the 409/429 answers (:mod:`computedomain_sim.apiserver.accounting`);
   ``api_requests_setup`` the same from the cluster's start to the components Ready;
 - ``peak_rss_mib``: peak resident memory (``VmHWM``) of the sim process (API server, scheduler,
   controllers, kubelets, and this benchmark's client), the controller, the plugins and the IMEX
@@ -47,10 +47,10 @@ from computedomain.kube.client import ClientConfig, connect
 from computedomain.kube.informer import FuncHandler, Informer
 from computedomain.kube.resources import COMPUTE_DOMAINS, DEPLOYMENTS, NAMESPACES, PODS
 from computedomain.kube.rest import Api
-from computedomain.sim.apiserver.accounting import RequestAccounting
-from computedomain.sim.cluster.cluster import DEFAULT_MANIFESTS, ClusterConfig, SimCluster
-from computedomain.sim.cluster.topology import Topology
-from computedomain.sim.imex import wrappers
+from computedomain_sim.apiserver.accounting import RequestAccounting
+from computedomain_sim.cluster.cluster import DEFAULT_MANIFESTS, ClusterConfig, SimCluster
+from computedomain_sim.cluster.topology import Topology
+from computedomain_sim.imex import wrappers
 
 DEFAULT_SIZES = "2x4,2x18,4x18"
 NAMESPACE = "bench"
@@ -60,7 +60,7 @@ COMPONENTS = (
     ("controller", "cd-controller"),
     ("plugin", "cd-kubelet-plugin"),
     ("daemon", "cd-imex-daemon"),
-    ("imex", "computedomain.sim.imex.daemon"),  # the nvidia-imex stand-in
+    ("imex", "computedomain_sim.imex.daemon"),  # the nvidia-imex stand-in
 )
 TICKS = os.sysconf("SC_CLK_TCK")
 

@@ -37,7 +37,7 @@ from computedomain.kube.client import ClientConfig, connect
 from computedomain.kube.rest import Api
 from computedomain.nvml import fake
 from computedomain.proto import dra, kubelet_client
-from computedomain.sim.apiserver import testing
+from computedomain_sim.apiserver import testing
 
 ROOT = Path(__file__).resolve().parents[1]
 CRDS = ROOT / "deployments" / "base" / "crds"

@@ -8,7 +8,7 @@ request by (User-Agent, verb, resource, status code) (``bench/controller.py --se
 manifests of ``deployments/`` are installed except the two workloads; the ComputeDomain
 controller runs as its own process (``--controller-cmd``, default ours, with the manifests' env
 and client-side limits lifted, as ``bench/controller.py`` runs it); this process runs N hollow
-nodes (:mod:`computedomain.sim.hollow`: the real kubelet plugin and daemon code, real gRPC and
+nodes (:mod:`computedomain_sim.hollow`: the real kubelet plugin and daemon code, real gRPC and
 HTTP) plus the simulation's scheduler and DaemonSet/ResourceClaim controllers. Once every node
 serves and its ResourceSlice is published, the counters are reset and the clock starts: D
 domains (default one per rack of 18) are created, each with a job of one worker pod per node of
@@ -55,8 +55,8 @@ from computedomain.kube import resources
 from computedomain.kube.client import ClientConfig, connect
 from computedomain.kube.informer import FuncHandler, Informer
 from computedomain.runtime import logs
-from computedomain.sim.hollow import manifests
-from computedomain.sim.hollow.cluster import HollowCluster, HollowConfig
+from computedomain_sim.hollow import manifests
+from computedomain_sim.hollow.cluster import HollowCluster, HollowConfig
 
 BENCH_AGENT = controller_bench.BENCH_AGENT
 NAMESPACE = "computedomain-system"

@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from computedomain.sim.apiserver.schema import StructuralSchema
+from computedomain_sim.apiserver.schema import StructuralSchema
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CRD = ROOT / "deployments" / "base" / "crds" / "resource.nvidia.com_computedomains.yaml"

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
-from computedomain.sim.apiserver import testing
+from computedomain_sim.apiserver import testing
 
 # Properties hold or fail regardless of how busy the machine is: no per-example deadline and
 # no "too slow" health check (CI runs on two loaded cores). Explicit @settings still win.

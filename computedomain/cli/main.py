@@ -1,10 +1,11 @@
 """Entry point of the ``computedomain`` command.
 
-A thin dispatcher: each sub-command lives in its own module listed in :data:`COMMAND_MODULES`,
-whose ``register(commands)`` adds its parser (groups such as ``sim`` are shared through
-:meth:`Commands.group`) and the function that runs it. Only the module of the command being run
-is imported: importing them all (the simulation, the Kubernetes client) cost more than a second
-of CPU per call, and the tests and the demo call ``sim up`` and ``sim down`` for every cluster.
+A thin dispatcher: each sub-command lives in its own module, whose ``register(commands)`` adds
+its parser (groups such as ``sim`` are shared through :meth:`Commands.group`) and the function
+that runs it. The product's own commands are listed in :data:`BUILTIN_COMMANDS`; other
+distributions add theirs through the ``computedomain.commands`` entry-point group (the
+simulation's ``demo`` and ``sim ...`` commands come from ``computedomain-sim`` that way), so the
+product never imports them. Only the module of the command being run is imported.
 """
 
 from __future__ import annotations
@@ -12,23 +13,31 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from importlib import metadata
 from typing import Final
 
 import computedomain
 
-# Each command (its words) and the module that registers it, in the order of the help.
-COMMAND_MODULES: Final = {
-    "demo": "computedomain.cli.demo.command",
-    "sim apiserver": "computedomain.cli.sim_apiserver",
-    "sim up": "computedomain.cli.sim_cluster",
-    "sim down": "computedomain.cli.sim_cluster",
-    "sim run": "computedomain.cli.sim_host",
-    "sim status": "computedomain.cli.sim_host",
-    "sim imex-path": "computedomain.cli.sim_imex",
-    "sim hollow": "computedomain.cli.sim_hollow",
+# The product's own commands (their words) and the modules that register them.
+BUILTIN_COMMANDS: Final = {
     "doctor": "computedomain.cli.doctor.command",
 }
+
+# Entry points of this group name a command by its words joined with dots ("sim.up") and point
+# at the module that registers it.
+ENTRY_POINT_GROUP: Final = "computedomain.commands"
+
+
+def command_modules() -> dict[str, str]:
+    """Every command this installation has (words -> module), in the order of the help: the
+    installed distributions' commands by name, then the built-in ones."""
+    found = {
+        entry.name.replace(".", " "): entry.value
+        for entry in sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name)
+    }
+    return {**found, **BUILTIN_COMMANDS}
+
 
 Run = Callable[[argparse.Namespace], int]
 
@@ -60,20 +69,22 @@ def _usage(parser: argparse.ArgumentParser) -> int:
     return 2
 
 
-def modules_for(argv: Sequence[str] | None) -> list[str]:
+def modules_for(argv: Sequence[str] | None, commands: Mapping[str, str] | None = None) -> list[str]:
     """The command modules a parser for ``argv`` needs: the one registering the command that
     ``argv`` starts with, or every module (for help, a group alone, or an unknown command, so
     that the usage lists them all)."""
+    if commands is None:
+        commands = command_modules()
     words = []
     for arg in argv or ():
         if arg.startswith("-"):
             break
         words.append(arg)
-    for command, module in COMMAND_MODULES.items():
+    for command, module in commands.items():
         parts = command.split()
         if words[: len(parts)] == parts:
             return [module]
-    return list(dict.fromkeys(COMMAND_MODULES.values()))
+    return list(dict.fromkeys(commands.values()))
 
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:

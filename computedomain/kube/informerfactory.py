@@ -19,9 +19,9 @@ Rules:
 - handlers stay registered for the informer's life: a component that stops while others go on
   keeps receiving events, which its queue then ignores (a shut-down queue drops additions).
 
-Used by :mod:`computedomain.sim.controllers` and :mod:`computedomain.sim.scheduler` (each takes a
-factory, or makes a private one), wired by :mod:`computedomain.sim.cluster.cluster` and
-:mod:`computedomain.sim.hollow.cluster`. Calls :class:`~computedomain.kube.informer.Informer`.
+Used by :mod:`computedomain_sim.controllers` and :mod:`computedomain_sim.scheduler` (each takes a
+factory, or makes a private one), wired by :mod:`computedomain_sim.cluster.cluster` and
+:mod:`computedomain_sim.hollow.cluster`. Calls :class:`~computedomain.kube.informer.Informer`.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import attrs
 import pytest
 
-from computedomain.sim.cluster.layout import StateLayout
+from computedomain_sim.cluster.layout import StateLayout
 
 if TYPE_CHECKING:
     from . import kit_extra

@@ -30,7 +30,7 @@ from computedomain.kube import errors, resources
 from computedomain.kube.client import ClientConfig, connect
 from computedomain.kube.rest import Api
 from computedomain.kubeletplugin import checkpoint as plugin_checkpoint
-from computedomain.sim.cluster.layout import StateLayout
+from computedomain_sim.cluster.layout import StateLayout
 
 from .conftest import run_cli
 

@@ -27,7 +27,7 @@ import attrs
 from computedomain.api import names
 from computedomain.kube import errors, resources
 from computedomain.kube.rest import Api
-from computedomain.sim.imex import wrappers
+from computedomain_sim.imex import wrappers
 
 from .kit import DRIVER_NAMESPACE, Cluster, api_of, wait_until
 

@@ -20,7 +20,7 @@ import attrs
 import pytest
 
 from computedomain.api import names
-from computedomain.sim.apiserver import rbac_usage
+from computedomain_sim.apiserver import rbac_usage
 
 from . import kit, kit_extra
 

@@ -1,6 +1,6 @@
 """Least privilege, proven: the components run a representative workload under enforced RBAC
 with the roles of ``deployments/base/rbac-*.yaml``, while the API server records which rule
-allowed each of their requests (``sim up --rbac-usage``, :mod:`computedomain.sim.apiserver.
+allowed each of their requests (``sim up --rbac-usage``, :mod:`computedomain_sim.apiserver.
 rbac_usage`). Then:
 
 - nothing they needed was missing: no request of theirs was denied, and no component log
@@ -28,7 +28,7 @@ import yaml
 from computedomain.api import names
 from computedomain.kube import resources
 from computedomain.kube.rest import Api
-from computedomain.sim.apiserver import rbac_usage
+from computedomain_sim.apiserver import rbac_usage
 
 from . import kit, kit_extra
 

@@ -39,7 +39,7 @@ from computedomain.kube import resources
 from computedomain.kube.client import ClientConfig, connect
 from computedomain.kube.errors import NotFound
 from computedomain.kube.rest import Api
-from computedomain.sim.cluster.layout import StateLayout
+from computedomain_sim.cluster.layout import StateLayout
 
 from .conftest import run_cli
 

@@ -28,10 +28,10 @@ from computedomain.kubeletplugin import checkpoint as cp
 from computedomain.kubeletplugin.cdistore import CdiStore
 from computedomain.kubeletplugin.plugin import COMPONENT
 from computedomain.proto import kubelet_client
-from computedomain.sim.apiserver.server import EmbeddedApiServer
-from computedomain.sim.faults import decide
-from computedomain.sim.faults.apiserver import ApiFaults, WatchFault
-from computedomain.sim.faults.schedule import FaultScheduler, Rate
+from computedomain_sim.apiserver.server import EmbeddedApiServer
+from computedomain_sim.faults import decide
+from computedomain_sim.faults.apiserver import ApiFaults, WatchFault
+from computedomain_sim.faults.schedule import FaultScheduler, Rate
 from tests.integration.kubeletplugin.conftest import (
     Running,
     World,

@@ -1,6 +1,6 @@
 """The whole simulated cluster under faults: what :mod:`tests.faults.test_cluster_faults` runs.
 
-:class:`FaultySim` starts a :class:`~computedomain.sim.cluster.cluster.SimCluster` in this
+:class:`FaultySim` starts a :class:`~computedomain_sim.cluster.cluster.SimCluster` in this
 process (so the test reaches its kubelets) with the API fault stage in its server and
 ``tests/faults/overlay`` installed (the sim overlay with a 2 s plugin cleanup). The driver's
 components run as real processes in simulated pods: ``cd-controller``, one
@@ -26,10 +26,10 @@ from typing import Any, Final
 from computedomain.api import names
 from computedomain.kube import errors, resources
 from computedomain.kube.rest import Api
-from computedomain.sim.cluster.cluster import ClusterConfig, SimCluster
-from computedomain.sim.cluster.topology import Topology
-from computedomain.sim.faults.apiserver import ApiFaults
-from computedomain.sim.imex import wrappers
+from computedomain_sim.cluster.cluster import ClusterConfig, SimCluster
+from computedomain_sim.cluster.topology import Topology
+from computedomain_sim.faults.apiserver import ApiFaults
+from computedomain_sim.imex import wrappers
 from tests.faults import invariants
 
 OVERLAY: Final = Path(__file__).resolve().parent / "overlay"

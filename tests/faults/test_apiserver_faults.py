@@ -16,11 +16,11 @@ from computedomain.kube import errors, resources
 from computedomain.kube.client import ClientConfig, connect
 from computedomain.kube.informer import Informer
 from computedomain.kube.rest import Api
-from computedomain.sim.apiserver import authn
-from computedomain.sim.apiserver.server import EmbeddedApiServer
-from computedomain.sim.faults import control, decide
-from computedomain.sim.faults.apiserver import ApiFaults, WatchFault
-from computedomain.sim.faults.schedule import FaultScheduler
+from computedomain_sim.apiserver import authn
+from computedomain_sim.apiserver.server import EmbeddedApiServer
+from computedomain_sim.faults import control, decide
+from computedomain_sim.faults.apiserver import ApiFaults, WatchFault
+from computedomain_sim.faults.schedule import FaultScheduler
 from tests.faults.harness import eventually
 
 NS = "default"

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import requests
 
-from computedomain.sim.apiserver import testing
-from computedomain.sim.faults import control
+from computedomain_sim.apiserver import testing
+from computedomain_sim.faults import control
 
 CMD = [sys.executable, "-m", "computedomain.cli.main", "sim", "apiserver", "--port", "0"]
 

@@ -1,7 +1,7 @@
 """Randomized fault runs over the whole simulated cluster, with the real processes.
 
 While domains are created, used (their workers Running) and deleted, a seeded
-:class:`~computedomain.sim.faults.schedule.FaultScheduler` SIGKILLs the controller, a kubelet
+:class:`~computedomain_sim.faults.schedule.FaultScheduler` SIGKILLs the controller, a kubelet
 plugin, an IMEX daemon or an ``nvidia-imex`` stand-in, reboots a node (new boot ID, CDI
 directory wiped, pods restarted) and fills the disk of a plugin (``RLIMIT_FSIZE``), with the
 API server's faults on for our three programs (conflicts, throttling, errors, lost answers,
@@ -32,11 +32,11 @@ import pytest
 
 from computedomain.api import names
 from computedomain.kube import resources
-from computedomain.sim.faults.apiserver import ApiFaults
-from computedomain.sim.faults.disk import FullDisk
-from computedomain.sim.faults.nodes import Reboot
-from computedomain.sim.faults.processes import KillProcess
-from computedomain.sim.faults.schedule import Fault, FaultScheduler, Rate
+from computedomain_sim.faults.apiserver import ApiFaults
+from computedomain_sim.faults.disk import FullDisk
+from computedomain_sim.faults.nodes import Reboot
+from computedomain_sim.faults.processes import KillProcess
+from computedomain_sim.faults.schedule import Fault, FaultScheduler, Rate
 from tests.faults import invariants, settings
 from tests.faults.sim import AGENTS, Processes, Workload, faulty_sim, hosts_reader, nodes_of
 

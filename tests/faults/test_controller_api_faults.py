@@ -15,7 +15,7 @@ import pytest
 from computedomain.api import names
 from computedomain.controller.main import COMPONENT
 from computedomain.kube import errors, resources
-from computedomain.sim.faults.apiserver import ApiFaults
+from computedomain_sim.faults.apiserver import ApiFaults
 from tests.faults import harness, settings
 from tests.integration.controller.harness import Bench, entry, next_ip
 

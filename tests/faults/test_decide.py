@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from computedomain.sim.faults import decide, spec
+from computedomain_sim.faults import decide, spec
 from tests.faults import settings as suite
 
 

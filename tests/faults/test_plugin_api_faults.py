@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from computedomain.proto import kubelet_client
-from computedomain.sim.faults.apiserver import ApiFaults
+from computedomain_sim.faults.apiserver import ApiFaults
 from tests.faults import harness, settings
 from tests.faults.kubelet import Claim, Run, check_node
 from tests.integration.kubeletplugin.conftest import DRIVER_NAMESPACE, running_plugin

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from computedomain.sim.faults.apiserver import ApiFaults
+from computedomain_sim.faults.apiserver import ApiFaults
 from tests.faults import harness
 from tests.integration.kubeletplugin.conftest import ref, running_plugin
 

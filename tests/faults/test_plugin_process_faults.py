@@ -15,11 +15,11 @@ import pytest
 
 from computedomain.api import names
 from computedomain.kubeletplugin import checkpoint as cp
-from computedomain.sim.faults.apiserver import ApiFaults
-from computedomain.sim.faults.disk import FullDisk
-from computedomain.sim.faults.nodes import Reboot
-from computedomain.sim.faults.processes import KillProcess
-from computedomain.sim.faults.schedule import FaultScheduler, Rate, run_for
+from computedomain_sim.faults.apiserver import ApiFaults
+from computedomain_sim.faults.disk import FullDisk
+from computedomain_sim.faults.nodes import Reboot
+from computedomain_sim.faults.processes import KillProcess
+from computedomain_sim.faults.schedule import FaultScheduler, Rate, run_for
 from tests.faults import harness, settings
 from tests.faults.kubelet import Claim, Run, check_node
 from tests.faults.test_plugin_api_faults import SPEC, claims_of_a_node

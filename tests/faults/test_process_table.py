@@ -21,7 +21,7 @@ CODE = "import importlib, sys\n..."
         (["python", "-S", "-P", "-c", CODE, "/r/bin/..", "computedomain.daemon.main",
           "/r/bin/cd-imex-daemon", "-v", "4", "run"], "cd-imex-daemon"),
         (["/venv/bin/python", "/venv/bin/cd-imex-daemon", "run"], "cd-imex-daemon"),
-        (["python", "-m", "computedomain.sim.imex.daemon", "-c", "/imexd/imexd.cfg"],
+        (["python", "-m", "computedomain_sim.imex.daemon", "-c", "/imexd/imexd.cfg"],
          names.IMEX_BINARY),
     ],
     ids=["controller", "plugin", "checkout-daemon", "console-script", "imex-stand-in"],
@@ -31,7 +31,7 @@ def test_each_way_a_component_runs_is_recognised(args: list[str], program: str) 
 
 
 def test_a_stand_in_is_not_its_daemon_and_a_daemon_not_its_stand_in() -> None:
-    stand_in = ["python", "-m", "computedomain.sim.imex.daemon", "-c", "/imexd/imexd.cfg"]
+    stand_in = ["python", "-m", "computedomain_sim.imex.daemon", "-c", "/imexd/imexd.cfg"]
     daemon = ["python", "-S", "-P", "-c", CODE, "/r/bin/..", "computedomain.daemon.main",
               "/r/bin/cd-imex-daemon", "run"]  # fmt: skip
     assert not running_program(stand_in, "cd-imex-daemon")

@@ -13,9 +13,9 @@ import attrs
 import pytest
 
 from computedomain.runtime.clock import ManualClock
-from computedomain.sim.faults.disk import FullDisk
-from computedomain.sim.faults.processes import KillProcess
-from computedomain.sim.faults.schedule import FaultScheduler, Injected, Rate
+from computedomain_sim.faults.disk import FullDisk
+from computedomain_sim.faults.processes import KillProcess
+from computedomain_sim.faults.schedule import FaultScheduler, Injected, Rate
 
 
 @attrs.define

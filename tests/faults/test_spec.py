@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from computedomain.sim.faults import spec
+from computedomain_sim.faults import spec
 from tests.faults import settings as suite
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from computedomain.sim.apiserver import testing
+from computedomain_sim.apiserver import testing
 
 pytestmark = [
     pytest.mark.kubectl,

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kubernetes import client, watch
 
-from computedomain.sim.apiserver import testing
+from computedomain_sim.apiserver import testing
 
 NAMES = st.sampled_from(["a", "b", "c", "d"])
 OPS = st.lists(

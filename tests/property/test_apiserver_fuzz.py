@@ -9,7 +9,7 @@ import requests
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from computedomain.sim.apiserver import testing
+from computedomain_sim.apiserver import testing
 
 SEGMENTS = st.sampled_from(
     [

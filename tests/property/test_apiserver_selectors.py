@@ -7,8 +7,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kubernetes import client
 
-from computedomain.sim.apiserver import testing
-from computedomain.sim.apiserver.selectors import parse_labels
+from computedomain_sim.apiserver import testing
+from computedomain_sim.apiserver.selectors import parse_labels
 
 KEYS = st.sampled_from(["app", "tier", "example.com/role", "v"])
 VALUES = st.sampled_from(["a", "b", "c", "1", "2"])

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from computedomain.sim.apiserver.authn import Authenticator
+from computedomain_sim.apiserver.authn import Authenticator
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 AUTHN = Authenticator(signing_key=b"s" * 32, clock=lambda: T0)

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from computedomain.api import convert, names
-from computedomain.sim.apiserver import testing
+from computedomain_sim.apiserver import testing
 from tests.faults import settings as suite
 
 CRDS = Path(__file__).resolve().parents[2] / "deployments" / "base" / "crds"

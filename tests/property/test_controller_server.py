@@ -25,7 +25,7 @@ from hypothesis.stateful import RuleBasedStateMachine, rule, run_state_machine_a
 
 from computedomain.api import names
 from computedomain.kube import errors, resources
-from computedomain.sim.apiserver import testing
+from computedomain_sim.apiserver import testing
 from tests.integration.controller.harness import CLIQUE, CRDS, Bench, bench, entry, next_ip
 
 T = TypeVar("T")

@@ -36,8 +36,8 @@ from computedomain.kube.informer import FuncHandler, Informer
 from computedomain.kube.rest import Api
 from computedomain.policies import registry
 from computedomain.policies.hookspecs import DnsNamePolicy, IndexPolicy, IndexRequest, hookimpl
-from computedomain.sim.apiserver import testing
-from computedomain.sim.imex.hollow import HollowDaemon
+from computedomain_sim.apiserver import testing
+from computedomain_sim.imex.hollow import HollowDaemon
 from tests.integration.daemon.cluster import CRDS, Cluster, clique_id, random_cd_uid
 from tests.unit.daemon.waiting import eventually
 

@@ -7,8 +7,8 @@ from typing import Any
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from computedomain.sim.apiserver.authn import UserInfo
-from computedomain.sim.apiserver.rbac import RBACAuthorizer, RequestAttributes
+from computedomain_sim.apiserver.authn import UserInfo
+from computedomain_sim.apiserver.rbac import RBACAuthorizer, RequestAttributes
 
 VERBS = ["get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"]
 GROUPS = ["", "apps", "resource.nvidia.com", "resource.k8s.io"]

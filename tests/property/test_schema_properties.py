@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from computedomain.sim.apiserver.schema import StructuralSchema
+from computedomain_sim.apiserver.schema import StructuralSchema
 from tests.unit.sim.schema_crds import COMPUTE_DOMAIN, COMPUTE_DOMAIN_CLIQUE
 
 CD = StructuralSchema.compile(COMPUTE_DOMAIN)

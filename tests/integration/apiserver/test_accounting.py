@@ -9,8 +9,8 @@ import pytest
 
 from computedomain.kube import errors, resources
 from computedomain.kube.client import ClientConfig, connect
-from computedomain.sim.apiserver.accounting import UNAUTHENTICATED, RequestAccounting
-from computedomain.sim.apiserver.server import EmbeddedApiServer
+from computedomain_sim.apiserver.accounting import UNAUTHENTICATED, RequestAccounting
+from computedomain_sim.apiserver.server import EmbeddedApiServer
 
 NS = "default"
 SA_USER = f"system:serviceaccount:{NS}:counted"

@@ -12,7 +12,7 @@ import pytest
 import requests
 from kubernetes import client
 
-from computedomain.sim.apiserver import testing
+from computedomain_sim.apiserver import testing
 
 
 @pytest.fixture(scope="module")

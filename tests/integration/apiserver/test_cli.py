@@ -13,7 +13,7 @@ import requests
 import yaml
 from kubernetes import client, config
 
-from computedomain.sim.apiserver import testing
+from computedomain_sim.apiserver import testing
 
 REPO = Path(__file__).resolve().parents[3]
 

@@ -10,7 +10,7 @@ import pytest
 import requests
 from kubernetes import client
 
-from computedomain.sim.apiserver import testing
+from computedomain_sim.apiserver import testing
 
 OPEN = {"openAPIV3Schema": {"type": "object"}}
 

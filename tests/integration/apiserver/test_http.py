@@ -13,9 +13,9 @@ import requests
 from aiohttp import web
 from kubernetes import client
 
-from computedomain.sim.apiserver import testing
-from computedomain.sim.apiserver.pipeline import INFO, Handler
-from computedomain.sim.apiserver.state import ServerConfig
+from computedomain_sim.apiserver import testing
+from computedomain_sim.apiserver.pipeline import INFO, Handler
+from computedomain_sim.apiserver.state import ServerConfig
 from tests.conftest import CRD_FIXTURES
 
 

@@ -12,8 +12,8 @@ import pytest
 import requests
 from kubernetes import client, watch
 
-from computedomain.sim.apiserver import testing
-from computedomain.sim.apiserver.state import ServerConfig
+from computedomain_sim.apiserver import testing
+from computedomain_sim.apiserver.state import ServerConfig
 
 WINDOW = 20
 

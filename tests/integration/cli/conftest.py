@@ -25,7 +25,7 @@ from computedomain.kube import errors, resources
 from computedomain.kube.client import ClientConfig, connect
 from computedomain.kube.resources import Resource
 from computedomain.kube.rest import Api
-from computedomain.sim.apiserver import testing
+from computedomain_sim.apiserver import testing
 from tests.unit.cli import doctor_objects as o
 
 CRDS = Path(__file__).resolve().parents[3] / "deployments" / "base" / "crds"

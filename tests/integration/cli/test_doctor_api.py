@@ -14,7 +14,7 @@ import pytest
 from computedomain.cli.doctor import command, gathering
 from computedomain.cli.doctor.findings import Cause
 from computedomain.kube import resources
-from computedomain.sim.apiserver import testing
+from computedomain_sim.apiserver import testing
 from tests.integration.cli.conftest import Cluster, materialise
 from tests.unit.cli import doctor_objects as o
 from tests.unit.cli.doctor_breaks import host_conflict

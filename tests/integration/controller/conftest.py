@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from computedomain.sim.apiserver import testing
+from computedomain_sim.apiserver import testing
 from tests.integration.controller.harness import CRDS
 
 

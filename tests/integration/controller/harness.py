@@ -26,7 +26,7 @@ from computedomain.kube import errors, resources
 from computedomain.kube.client import ClientConfig, connect
 from computedomain.kube.events import EventRecorder
 from computedomain.kube.rest import Api
-from computedomain.sim.apiserver import testing
+from computedomain_sim.apiserver import testing
 
 CRDS = Path(__file__).resolve().parents[3] / "deployments" / "base" / "crds"
 IMAGE = "registry.example/computedomain:test"

@@ -7,7 +7,7 @@ import copy
 from computedomain.api import convert, names
 from computedomain.controller import rendering
 from computedomain.kube import resources
-from computedomain.sim.apiserver import testing
+from computedomain_sim.apiserver import testing
 from tests.integration.controller.harness import CLIQUE, bench, entry, wait_for
 from tests.unit.controller import builders
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from computedomain.kube import errors, resources
-from computedomain.sim.apiserver import testing
+from computedomain_sim.apiserver import testing
 from tests.integration.controller.harness import Bench, bench, wait_for
 
 

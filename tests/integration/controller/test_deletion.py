@@ -14,7 +14,7 @@ import pytest
 from computedomain.api import names
 from computedomain.kube import resources
 from computedomain.kube.rest import Api
-from computedomain.sim.apiserver import testing
+from computedomain_sim.apiserver import testing
 from tests.integration.controller.harness import Bench, bench, wait_for
 
 

@@ -13,7 +13,7 @@ from typing import Any
 from computedomain.api import convert, names
 from computedomain.controller import rendering
 from computedomain.kube import resources
-from computedomain.sim.apiserver import testing
+from computedomain_sim.apiserver import testing
 from tests.integration.controller.harness import Bench, bench, entry, wait_for
 
 

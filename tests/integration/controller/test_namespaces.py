@@ -10,7 +10,7 @@ import attrs
 from computedomain.api import convert, names
 from computedomain.controller import rendering
 from computedomain.kube import resources
-from computedomain.sim.apiserver import testing
+from computedomain_sim.apiserver import testing
 from tests.integration.controller.harness import bench, entry, wait_for
 
 

@@ -19,7 +19,7 @@ import pytest
 
 from computedomain.api import names
 from computedomain.kube import errors, resources
-from computedomain.sim.apiserver import testing
+from computedomain_sim.apiserver import testing
 from tests.integration.controller.harness import IMAGE, Bench, bench, wait_for
 
 CLI = Path(sys.executable).with_name("cd-controller")

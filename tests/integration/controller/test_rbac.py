@@ -21,7 +21,7 @@ from computedomain.kube import resources
 from computedomain.kube.client import ClientConfig, connect
 from computedomain.kube.events import EventRecorder
 from computedomain.kube.leaderelection import LeaderElector
-from computedomain.sim.apiserver import testing
+from computedomain_sim.apiserver import testing
 from tests.integration.controller.harness import CLIQUE, bench, entry, wait_for
 
 CLUSTER_RULES: list[dict[str, Any]] = [

@@ -17,7 +17,7 @@ import pytest
 
 from computedomain.api import featuregates, names
 from computedomain.kube import errors, resources
-from computedomain.sim.apiserver import testing
+from computedomain_sim.apiserver import testing
 from tests.integration.controller.harness import CLIQUE, Bench, bench, entry, next_ip, wait_for
 
 FABRIC, NON_FABRIC, UNLABELLED = CLIQUE, "", None

@@ -21,7 +21,7 @@ import attrs
 
 from computedomain.api import names
 from computedomain.kubeletplugin import daemonclaims
-from computedomain.sim.imex import status as imex_status
+from computedomain_sim.imex import status as imex_status
 from tests.integration.daemon.cluster import Cluster
 
 DAEMON = str(Path(sys.executable).with_name("cd-imex-daemon"))

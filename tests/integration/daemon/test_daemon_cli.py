@@ -15,7 +15,7 @@ import computedomain
 from computedomain.api import names
 from computedomain.kube import resources
 from computedomain.kube.client import ClientConfig, connect
-from computedomain.sim.apiserver import testing
+from computedomain_sim.apiserver import testing
 from tests.integration.daemon.cluster import CRDS, Cluster, random_cd_uid
 from tests.integration.daemon.processes import DAEMON
 

@@ -20,8 +20,8 @@ from computedomain.api.models import Status
 from computedomain.kube import errors, resources
 from computedomain.kube.client import ClientConfig, connect
 from computedomain.kube.rest import Api
-from computedomain.sim.apiserver import testing
-from computedomain.sim.imex import wrappers
+from computedomain_sim.apiserver import testing
+from computedomain_sim.imex import wrappers
 from tests.integration.daemon.cluster import CRDS, Cluster, clique_id, random_cd_uid
 from tests.integration.daemon.processes import Domain, Pod
 from tests.unit.daemon.waiting import eventually

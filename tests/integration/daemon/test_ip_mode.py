@@ -15,8 +15,8 @@ from computedomain.daemon.keeper import Event, KeeperTiming
 from computedomain.daemon.process import ImexProcess
 from computedomain.kube.client import ClientConfig, connect
 from computedomain.policies import registry
-from computedomain.sim.apiserver import testing
-from computedomain.sim.imex.hollow import HollowDaemon
+from computedomain_sim.apiserver import testing
+from computedomain_sim.imex.hollow import HollowDaemon
 from tests.integration.daemon.cluster import CRDS, Cluster, clique_id
 from tests.unit.daemon.waiting import eventually
 

@@ -17,7 +17,7 @@ from computedomain.daemon import pod, problems
 from computedomain.daemon.identity import Identity
 from computedomain.kube import errors, resources
 from computedomain.kube.client import ClientConfig, connect
-from computedomain.sim.apiserver import testing
+from computedomain_sim.apiserver import testing
 from tests.integration.daemon.cluster import CRDS, Cluster, clique_id, random_cd_uid
 
 HELD = "IMEXSessionHeldByHost: nvidia-imex cannot start (NV_ERR_IN_USE)"

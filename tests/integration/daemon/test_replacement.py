@@ -13,8 +13,8 @@ from computedomain.daemon import modes
 from computedomain.daemon.identity import Identity
 from computedomain.kube.client import ClientConfig, connect
 from computedomain.policies import registry
-from computedomain.sim.apiserver import testing
-from computedomain.sim.imex.hollow import HollowDaemon
+from computedomain_sim.apiserver import testing
+from computedomain_sim.imex.hollow import HollowDaemon
 from tests.integration.daemon.cluster import CRDS, Cluster, clique_id, random_cd_uid
 from tests.unit.daemon.waiting import eventually
 

@@ -21,7 +21,7 @@ from computedomain.kube import resources
 from computedomain.kube.client import ClientConfig, connect
 from computedomain.kube.rest import Api
 from computedomain.policies import builtins
-from computedomain.sim.apiserver import testing
+from computedomain_sim.apiserver import testing
 from tests.integration.controller.test_rbac import RBAC
 from tests.integration.daemon.cluster import CRDS, Cluster, clique_id, random_cd_uid
 

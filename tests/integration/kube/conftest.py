@@ -9,7 +9,7 @@ import pytest
 
 from computedomain.kube.client import ClientConfig, connect
 from computedomain.kube.rest import Api
-from computedomain.sim.apiserver import testing
+from computedomain_sim.apiserver import testing
 
 CRDS = Path(__file__).resolve().parents[3] / "deployments" / "base" / "crds"
 

@@ -6,7 +6,7 @@ import ssl
 
 from computedomain.kube import resources
 from computedomain.kube.client import ClientConfig, connect
-from computedomain.sim.apiserver import testing
+from computedomain_sim.apiserver import testing
 
 
 async def test_http_client_has_no_tls_context_and_serves_requests(

@@ -17,7 +17,7 @@ from computedomain.kube.informer import FuncHandler, Informer, is_resync
 from computedomain.kube.rest import Api
 from computedomain.kube.store import index_by_label
 from computedomain.runtime.clock import ManualClock
-from computedomain.sim.apiserver import testing
+from computedomain_sim.apiserver import testing
 from tests.unit.kube.waiting import wait_until
 
 LABEL = "resource.nvidia.com/computeDomain"

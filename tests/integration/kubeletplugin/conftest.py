@@ -31,7 +31,7 @@ from computedomain.kubeletplugin import config as cfg
 from computedomain.kubeletplugin.plugin import KubeletPlugin
 from computedomain.nvml import fake
 from computedomain.proto import dra, kubelet_client
-from computedomain.sim.apiserver import testing
+from computedomain_sim.apiserver import testing
 
 CRDS = Path(__file__).resolve().parents[3] / "deployments" / "base" / "crds"
 DRIVER = names.DRIVER_NAME

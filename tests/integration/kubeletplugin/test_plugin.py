@@ -18,7 +18,7 @@ from computedomain.kube import resources
 from computedomain.kube.rest import Api
 from computedomain.kubeletplugin import checkpoint as cp
 from computedomain.proto import dra, kubelet_client
-from computedomain.sim.apiserver import testing
+from computedomain_sim.apiserver import testing
 from tests.integration.kubeletplugin.conftest import (
     CLIQUE,
     DRIVER_NAMESPACE,

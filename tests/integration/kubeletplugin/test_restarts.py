@@ -15,7 +15,7 @@ from computedomain.kube import resources
 from computedomain.kube.rest import Api
 from computedomain.kubeletplugin import checkpoint as cp
 from computedomain.proto import kubelet_client
-from computedomain.sim.apiserver import testing
+from computedomain_sim.apiserver import testing
 from tests.integration.kubeletplugin.conftest import (
     DRIVER_NAMESPACE,
     World,

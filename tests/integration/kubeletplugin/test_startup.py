@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from computedomain.sim.apiserver import testing
+from computedomain_sim.apiserver import testing
 from tests.integration.kubeletplugin.conftest import World, node_environment
 
 pytestmark = pytest.mark.slow

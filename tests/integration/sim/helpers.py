@@ -12,9 +12,9 @@ from typing import Any, TypeVar
 from computedomain.kube import errors
 from computedomain.kube.resources import EVENTS, NAMESPACES, PODS
 from computedomain.kube.rest import Api
-from computedomain.sim.cluster.cluster import ClusterConfig, SimCluster
-from computedomain.sim.cluster.topology import Topology
-from computedomain.sim.kubelet.launch import Isolation
+from computedomain_sim.cluster.cluster import ClusterConfig, SimCluster
+from computedomain_sim.cluster.topology import Topology
+from computedomain_sim.kubelet.launch import Isolation
 
 T = TypeVar("T")
 

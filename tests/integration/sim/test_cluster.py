@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from computedomain.kube.resources import DAEMON_SETS, PODS, Resource
-from computedomain.sim.cluster import install, kustomize
-from computedomain.sim.cluster.cluster import DEFAULT_MANIFESTS, DRIVER_NAMESPACE
+from computedomain_sim.cluster import install, kustomize
+from computedomain_sim.cluster.cluster import DEFAULT_MANIFESTS, DRIVER_NAMESPACE
 
 from .helpers import eventually, running_cluster
 

@@ -14,9 +14,9 @@ from computedomain.kube.client import ClientConfig, connect
 from computedomain.kube.events import EventRecorder
 from computedomain.kube.resources import DAEMON_SETS, NODES, PODS
 from computedomain.kube.rest import PatchType
-from computedomain.sim.apiserver.server import EmbeddedApiServer
-from computedomain.sim.controllers.daemonset_controller import DaemonSetController
-from computedomain.sim.faults.apiserver import ApiFaults
+from computedomain_sim.apiserver.server import EmbeddedApiServer
+from computedomain_sim.controllers.daemonset_controller import DaemonSetController
+from computedomain_sim.faults.apiserver import ApiFaults
 
 from .helpers import eventually, namespace, running_cluster
 

@@ -21,8 +21,8 @@ from computedomain.kube.resources import (
     RESOURCE_CLAIMS,
     RESOURCE_SLICES,
 )
-from computedomain.sim.kubelet import isolation
-from computedomain.sim.kubelet.launch import Isolation
+from computedomain_sim.kubelet import isolation
+from computedomain_sim.kubelet.launch import Isolation
 
 from .helpers import (
     events_for,

@@ -25,9 +25,9 @@ from computedomain.api import names
 from computedomain.kube import errors, resources
 from computedomain.kube.client import ClientConfig, connect
 from computedomain.kube.rest import Api
-from computedomain.sim.apiserver.server import EmbeddedApiServer
-from computedomain.sim.hollow import manifests
-from computedomain.sim.hollow.cluster import HollowCluster, HollowConfig
+from computedomain_sim.apiserver.server import EmbeddedApiServer
+from computedomain_sim.hollow import manifests
+from computedomain_sim.hollow.cluster import HollowCluster, HollowConfig
 
 from .helpers import eventually
 

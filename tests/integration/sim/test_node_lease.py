@@ -16,9 +16,9 @@ from computedomain.kube.client import ClientConfig, connect
 from computedomain.kube.resources import LEASES, NODES
 from computedomain.kube.rest import Api
 from computedomain.runtime.clock import ManualClock
-from computedomain.sim.apiserver import testing
-from computedomain.sim.kubelet.node import LEASE_NAMESPACE, NodeAgent, NodeConfig
-from computedomain.sim.kubelet.paths import NodePaths
+from computedomain_sim.apiserver import testing
+from computedomain_sim.kubelet.node import LEASE_NAMESPACE, NodeAgent, NodeConfig
+from computedomain_sim.kubelet.paths import NodePaths
 from tests.unit.kube.waiting import wait_until
 
 

@@ -14,8 +14,8 @@ import grpc.aio
 import pytest
 
 from computedomain.proto import dra
-from computedomain.sim.kubelet.paths import NodePaths
-from computedomain.sim.kubelet.plugins import PluginManager
+from computedomain_sim.kubelet.paths import NodePaths
+from computedomain_sim.kubelet.plugins import PluginManager
 from tests.integration.sim import fake_dra_plugin as fake
 from tests.unit.kube.waiting import wait_until
 

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from computedomain.kube.resources import PODS
-from computedomain.sim.kubelet import isolation
-from computedomain.sim.kubelet.launch import Isolation
+from computedomain_sim.kubelet import isolation
+from computedomain_sim.kubelet.launch import Isolation
 
 from .helpers import (
     condition,

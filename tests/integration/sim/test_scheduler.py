@@ -21,9 +21,9 @@ from computedomain.kube.resources import (
     RESOURCE_SLICES,
 )
 from computedomain.kube.rest import Api
-from computedomain.sim.apiserver.server import EmbeddedApiServer
-from computedomain.sim.faults.apiserver import ApiFaults
-from computedomain.sim.scheduler.scheduler import Scheduler
+from computedomain_sim.apiserver.server import EmbeddedApiServer
+from computedomain_sim.faults.apiserver import ApiFaults
+from computedomain_sim.scheduler.scheduler import Scheduler
 
 from .helpers import eventually
 

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from computedomain.api import names
-from computedomain.cli import main, sim_cluster, sim_host
+from computedomain.cli import main
+from computedomain_sim.cli import sim_cluster, sim_host
 
 
 def test_the_daemons_get_the_imex_stand_ins_by_default(

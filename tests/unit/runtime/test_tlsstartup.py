@@ -15,7 +15,7 @@ import pytest
 from aiohttp import web
 
 from computedomain.runtime import tlsstartup
-from computedomain.sim.apiserver import tls
+from computedomain_sim.apiserver import tls
 
 HAS_DEFAULT_TRUST = ssl.create_default_context().cert_store_stats()["x509_ca"] > 0
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from computedomain.sim.apiserver.authn import Authenticator, UserInfo
+from computedomain_sim.apiserver.authn import Authenticator, UserInfo
 
 KEY = b"k" * 32
 T0 = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from computedomain.sim import cel
+from computedomain_sim import cel
 
 SPEC = {
     "numNodes": 0,

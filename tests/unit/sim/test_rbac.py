@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from computedomain.sim.apiserver.authn import UserInfo
-from computedomain.sim.apiserver.rbac import RBACAuthorizer, RequestAttributes
+from computedomain_sim.apiserver.authn import UserInfo
+from computedomain_sim.apiserver.rbac import RBACAuthorizer, RequestAttributes
 
 SA = UserInfo(
     "system:serviceaccount:nvidia:cd-controller",

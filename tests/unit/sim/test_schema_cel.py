@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from computedomain.sim.apiserver.schema import StructuralSchema
+from computedomain_sim.apiserver.schema import StructuralSchema
 
 
 def _with_rules(field: dict[str, Any], *rules: dict[str, Any]) -> StructuralSchema:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from computedomain.sim.apiserver.schema import SchemaError, StructuralSchema
+from computedomain_sim.apiserver.schema import SchemaError, StructuralSchema
 
 
 def _spec(field: dict[str, Any]) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from computedomain.sim.apiserver.schema import StructuralSchema
+from computedomain_sim.apiserver.schema import StructuralSchema
 from tests.unit.sim.schema_crds import COMPUTE_DOMAIN, COMPUTE_DOMAIN_CLIQUE, compute_domain
 
 CRDS = pathlib.Path(__file__).resolve().parents[3] / "deployments" / "base" / "crds"

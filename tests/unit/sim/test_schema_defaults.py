@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from computedomain.sim.apiserver.schema import StructuralSchema
+from computedomain_sim.apiserver.schema import StructuralSchema
 
 ITEM = {
     "type": "object",

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from computedomain.sim.apiserver.schema import StructuralSchema
+from computedomain_sim.apiserver.schema import StructuralSchema
 
 
 def _schema(field: dict[str, Any], **root: Any) -> StructuralSchema:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import io
 from typing import Any
 
-from computedomain.cli.demo import progress
-from computedomain.cli.demo.workload import Workload
-from computedomain.sim.cluster.topology import RACK_LABEL
+from computedomain_sim.cli.demo import progress
+from computedomain_sim.cli.demo.workload import Workload
+from computedomain_sim.cluster.topology import RACK_LABEL
 
 WORK = Workload(workers=2)
 

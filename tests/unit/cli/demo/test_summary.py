@@ -4,8 +4,8 @@ workers' logs, and the rendered text naming every member and worker."""
 from __future__ import annotations
 
 from computedomain.api import names
-from computedomain.cli.demo import summary
-from computedomain.cli.demo.workload import CHANNELS_MARKER
+from computedomain_sim.cli.demo import summary
+from computedomain_sim.cli.demo.workload import CHANNELS_MARKER
 
 
 def test_hosts_names_keep_the_daemon_names_only() -> None:

@@ -12,8 +12,8 @@ import attrs
 import pytest
 
 from computedomain.api import names
-from computedomain.cli.demo import workload
-from computedomain.sim.kubelet.launch import ENV_DEV_DIR
+from computedomain_sim.cli.demo import workload
+from computedomain_sim.kubelet.launch import ENV_DEV_DIR
 
 
 def test_the_domain_counts_every_worker_and_names_the_template() -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from computedomain.sim.apiserver.kindvalidation import validate
+from computedomain_sim.apiserver.kindvalidation import validate
 
 POD_SPEC = {"containers": [{"name": "c", "image": "i:1"}]}
 DS = {

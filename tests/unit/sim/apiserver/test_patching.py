@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from computedomain.sim.apiserver import patching, strategic
-from computedomain.sim.apiserver.kinds import BUILTINS
-from computedomain.sim.apiserver.registry import ResourceType
-from computedomain.sim.apiserver.status import ApiStatusError
+from computedomain_sim.apiserver import patching, strategic
+from computedomain_sim.apiserver.kinds import BUILTINS
+from computedomain_sim.apiserver.registry import ResourceType
+from computedomain_sim.apiserver.status import ApiStatusError
 
 PODS = next(r for r in BUILTINS if r.plural == "pods")
 CUSTOM = ResourceType("example.com", "v1", "widgets", "Widget", False, custom=True)

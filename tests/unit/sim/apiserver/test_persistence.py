@@ -11,8 +11,8 @@ from typing import Any
 import aiohttp
 import pytest
 
-from computedomain.sim.apiserver.persistence import CorruptStoreError
-from computedomain.sim.apiserver.server import EmbeddedApiServer
+from computedomain_sim.apiserver.persistence import CorruptStoreError
+from computedomain_sim.apiserver.server import EmbeddedApiServer
 from tests.conftest import CRD_FIXTURES
 
 

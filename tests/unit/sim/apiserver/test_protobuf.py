@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from computedomain.sim.apiserver import protobuf
+from computedomain_sim.apiserver import protobuf
 
 
 def _varint(n: int) -> bytes:

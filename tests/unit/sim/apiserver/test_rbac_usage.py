@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from computedomain.sim.apiserver import rbac_usage
-from computedomain.sim.apiserver.authn import UserInfo
-from computedomain.sim.apiserver.rbac import RBACAuthorizer, RequestAttributes
+from computedomain_sim.apiserver import rbac_usage
+from computedomain_sim.apiserver.authn import UserInfo
+from computedomain_sim.apiserver.rbac import RBACAuthorizer, RequestAttributes
 
 SA = UserInfo("system:serviceaccount:ns:sa", groups=("system:serviceaccounts",))
 ADMIN = UserInfo("admin", groups=("system:masters",))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from computedomain.sim.apiserver.selectors import (
+from computedomain_sim.apiserver.selectors import (
     SelectorError,
     field_value,
     parse_fields,

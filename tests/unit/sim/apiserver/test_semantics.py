@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from computedomain.sim.apiserver import deletion, writes
-from computedomain.sim.apiserver.registry import ResourceType
-from computedomain.sim.apiserver.server import EmbeddedApiServer
-from computedomain.sim.apiserver.state import ApiState
-from computedomain.sim.apiserver.status import ApiStatusError
-from computedomain.sim.apiserver.store import Store, TooOldError
+from computedomain_sim.apiserver import deletion, writes
+from computedomain_sim.apiserver.registry import ResourceType
+from computedomain_sim.apiserver.server import EmbeddedApiServer
+from computedomain_sim.apiserver.state import ApiState
+from computedomain_sim.apiserver.status import ApiStatusError
+from computedomain_sim.apiserver.store import Store, TooOldError
 
 NS = "default"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from computedomain.sim.apiserver.tables import human_duration, json_path
+from computedomain_sim.apiserver.tables import human_duration, json_path
 
 
 @pytest.mark.parametrize(

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from computedomain.sim.apiserver.tls import serving_cert
-from computedomain.sim.cluster import cluster
-from computedomain.sim.cluster.cluster import PROGRAMS, image_for
+from computedomain_sim.apiserver.tls import serving_cert
+from computedomain_sim.cluster import cluster
+from computedomain_sim.cluster.cluster import PROGRAMS, image_for
 
 
 def test_the_trust_store_is_the_cluster_ca_or_empty(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from computedomain.sim.cluster.jsonpatch import JsonPatchError, apply_patch
+from computedomain_sim.cluster.jsonpatch import JsonPatchError, apply_patch
 
 DOC = {"spec": {"env": [{"name": "A", "value": "1"}], "a/b": 1, "m~n": 2}}
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from computedomain.sim.cluster import kustomize
+from computedomain_sim.cluster import kustomize
 
 DEPLOYMENTS = Path(__file__).parents[4] / "deployments"
 KUSTOMIZATIONS = ["base", "overlays/sim", "overlays/leader-election", "overlays/gpu-operator"]

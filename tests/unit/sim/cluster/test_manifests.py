@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from computedomain.api import names
-from computedomain.sim.cluster import kustomize
+from computedomain_sim.cluster import kustomize
 
 DEPLOYMENTS = Path(__file__).parents[4] / "deployments"
 NAMESPACE = "computedomain-system"

@@ -13,10 +13,10 @@ import pytest
 from computedomain.api import names
 from computedomain.kubeletplugin import config as plugin_config
 from computedomain.nvml import fake
-from computedomain.sim.cluster import kustomize, topology
-from computedomain.sim.cluster.cluster import DEFAULT_MANIFESTS, PLUGIN_DAEMONSET
-from computedomain.sim.kubelet.node import NodeAgent
-from computedomain.sim.kubelet.paths import NodePaths
+from computedomain_sim.cluster import kustomize, topology
+from computedomain_sim.cluster.cluster import DEFAULT_MANIFESTS, PLUGIN_DAEMONSET
+from computedomain_sim.kubelet.node import NodeAgent
+from computedomain_sim.kubelet.paths import NodePaths
 
 
 def _plugin_pod_spec() -> dict[str, Any]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from computedomain.sim.cluster import install, report
+from computedomain_sim.cluster import install, report
 
 
 def test_status_tables() -> None:

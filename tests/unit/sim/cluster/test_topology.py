@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from computedomain.api import validation
-from computedomain.sim.cluster.layout import StateLayout
-from computedomain.sim.cluster.topology import Topology, nodes
+from computedomain_sim.cluster.layout import StateLayout
+from computedomain_sim.cluster.topology import Topology, nodes
 
 
 def test_nodes_per_rack_share_a_clique() -> None:

@@ -9,9 +9,9 @@ import pytest
 from computedomain.kube.events import EventRecorder
 from computedomain.kube.informerfactory import InformerFactory
 from computedomain.kube.rest import Api
-from computedomain.sim.controllers import daemonset
-from computedomain.sim.controllers.daemonset_controller import DaemonSetController
-from computedomain.sim.scheduler import placement
+from computedomain_sim.controllers import daemonset
+from computedomain_sim.controllers.daemonset_controller import DaemonSetController
+from computedomain_sim.scheduler import placement
 
 LABEL = "resource.nvidia.com/computeDomain"
 

@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from computedomain.sim.controllers import daemonset, daemonset_controller
+from computedomain_sim.controllers import daemonset, daemonset_controller
 
 LABEL = "cd"
 node_names = st.sampled_from([f"n{i}" for i in range(6)])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from computedomain.sim.controllers import deployment
+from computedomain_sim.controllers import deployment
 
 
 def dep(replicas: int = 2, image: str = "i:1") -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from computedomain.runtime.clock import ManualClock
-from computedomain.sim.controllers.expectations import Expectations
+from computedomain_sim.controllers.expectations import Expectations
 
 
 def pod(name: str, owner: str = "ds-1") -> dict[str, Any]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from computedomain.sim.controllers import resourceclaims
+from computedomain_sim.controllers import resourceclaims
 
 TEMPLATE = {
     "metadata": {"name": "chan", "namespace": "ns"},

@@ -8,11 +8,11 @@ import pytest
 
 from computedomain.api.errors import ConfigError
 from computedomain.kube.client import ClientConfig
-from computedomain.sim.cluster import topology
-from computedomain.sim.hollow.cluster import HollowConfig, node_configs
-from computedomain.sim.hollow.daemon import is_daemon_container
-from computedomain.sim.hollow.plugin import plugin_config
-from computedomain.sim.kubelet.paths import NodePaths
+from computedomain_sim.cluster import topology
+from computedomain_sim.hollow.cluster import HollowConfig, node_configs
+from computedomain_sim.hollow.daemon import is_daemon_container
+from computedomain_sim.hollow.plugin import plugin_config
+from computedomain_sim.kubelet.paths import NodePaths
 
 CLIQUE = "2df84740-d3cb-b5ce-4e7e-98352b5a71b5.0"
 

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from computedomain.api import names
-from computedomain.sim.imex import wrappers
+from computedomain_sim.imex import wrappers
 
 BASH = shutil.which("bash")
 pytestmark = pytest.mark.skipif(BASH is None, reason="no bash on this machine")

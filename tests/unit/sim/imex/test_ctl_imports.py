@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from computedomain.api import names
 from computedomain.daemon import imexconfig
-from computedomain.sim.imex import ctl, wrappers
+from computedomain_sim.imex import ctl, wrappers
 from tests.unit.sim import standalone
 
 CTL_FILE = Path(ctl.__file__)

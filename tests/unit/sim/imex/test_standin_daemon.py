@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from computedomain.sim.imex import daemon, status
+from computedomain_sim.imex import daemon, status
 
 HEAVY = ("asyncio", "attr", "attrs", "argparse", "ipaddress", "pathlib", "typing")
 
@@ -26,7 +26,7 @@ def test_the_stand_in_loads_no_asyncio_attrs_or_argparse(tmp_path: Path) -> None
         "before = set(sys.modules)\n"
         f"sys.argv = ['nvidia-imex', '-c', {str(tmp_path / 'none.cfg')!r}]\n"
         "try:\n"
-        "    runpy.run_module('computedomain.sim.imex.daemon', run_name='__main__')\n"
+        "    runpy.run_module('computedomain_sim.imex.daemon', run_name='__main__')\n"
         "except SystemExit as exc:\n"
         "    assert exc.code == 1, exc.code\n"
         "print(json.dumps(sorted(set(sys.modules) - before)))\n"
@@ -35,7 +35,7 @@ def test_the_stand_in_loads_no_asyncio_attrs_or_argparse(tmp_path: Path) -> None
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     loaded = json.loads(result.stdout.splitlines()[-1])
-    assert "computedomain.sim.imex.daemon" in loaded or "computedomain.sim.imex.ctl" in loaded
+    assert "computedomain_sim.imex.daemon" in loaded or "computedomain_sim.imex.ctl" in loaded
     assert [m for m in loaded if m.split(".")[0] in HEAVY] == []
 
 

@@ -17,7 +17,7 @@ from computedomain.api import names
 from computedomain.daemon import dnsnames, hostsfile, imexconfig
 from computedomain.kubeletplugin import daemonclaims
 from computedomain.policies import builtins
-from computedomain.sim.imex import status, wrappers
+from computedomain_sim.imex import status, wrappers
 from tests.unit.daemon.waiting import eventually
 
 MAX = 4

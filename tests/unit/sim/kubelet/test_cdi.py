@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from computedomain.sim.kubelet import cdi
+from computedomain_sim.kubelet import cdi
 
 CLAIM = "1f0e2c3a-0000-4000-8000-000000000001"
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from computedomain.sim.kubelet.claims import (
+from computedomain_sim.kubelet.claims import (
     ClaimNotReady,
     PreparedDevice,
     cdi_ids_for_container,

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from computedomain.runtime.clock import REAL_CLOCK
-from computedomain.sim.kubelet import restarts
-from computedomain.sim.kubelet.containers import ContainerRunner
-from computedomain.sim.kubelet.launch import Image, Isolation, LaunchSpec
-from computedomain.sim.kubelet.status import State
+from computedomain_sim.kubelet import restarts
+from computedomain_sim.kubelet.containers import ContainerRunner
+from computedomain_sim.kubelet.launch import Image, Isolation, LaunchSpec
+from computedomain_sim.kubelet.status import State
 
 SLEEPER = LaunchSpec(
     argv=(sys.executable, "-c", "import time; time.sleep(600)"),

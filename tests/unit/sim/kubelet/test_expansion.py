@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from computedomain.sim.kubelet.expansion import expand
+from computedomain_sim.kubelet.expansion import expand
 
 VARS = {"A": "1", "POD_IP": "127.4.0.2"}
 

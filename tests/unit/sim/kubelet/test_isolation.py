@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from computedomain.sim.kubelet import isolation
-from computedomain.sim.kubelet.launch import BindMount, Isolation, LaunchSpec
+from computedomain_sim.kubelet import isolation
+from computedomain_sim.kubelet.launch import BindMount, Isolation, LaunchSpec
 from tests.unit.sim import standalone
 
 

@@ -9,8 +9,8 @@ from typing import Any
 import attrs
 import pytest
 
-from computedomain.sim.kubelet import cdi
-from computedomain.sim.kubelet.launch import (
+from computedomain_sim.kubelet import cdi
+from computedomain_sim.kubelet.launch import (
     SERVICE_ACCOUNT_DIR,
     BindMount,
     Image,
@@ -22,7 +22,7 @@ from computedomain.sim.kubelet.launch import (
     hosts_file,
     volume_sources,
 )
-from computedomain.sim.kubelet.paths import NodePaths
+from computedomain_sim.kubelet.paths import NodePaths
 
 ROOT = Path("/tmp/cds-test/n0")
 PATHS = NodePaths(ROOT)

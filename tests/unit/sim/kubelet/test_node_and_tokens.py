@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import yaml
 
-from computedomain.sim.kubelet.node import NodeConfig, node_object
-from computedomain.sim.kubelet.tokens import kubeconfig_text
+from computedomain_sim.kubelet.node import NodeConfig, node_object
+from computedomain_sim.kubelet.tokens import kubeconfig_text
 
 
 def test_node_object_carries_identity_labels_taints_and_boot_id() -> None:

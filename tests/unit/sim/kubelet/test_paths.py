@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from computedomain.sim.kubelet.paths import MAX_SOCKET_PATH, NodePaths, PathError
+from computedomain_sim.kubelet.paths import MAX_SOCKET_PATH, NodePaths, PathError
 
 PATHS = NodePaths(Path("/tmp/cds-0123ab/r0n0"))
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
-from computedomain.sim.kubelet import plugins
+from computedomain_sim.kubelet import plugins
 
 
 def bind(path: Path) -> socket.socket:

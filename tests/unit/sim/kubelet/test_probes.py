@@ -6,9 +6,9 @@ import os
 
 import pytest
 
-from computedomain.sim.kubelet import containers, priority, probers
-from computedomain.sim.kubelet.launch import Isolation
-from computedomain.sim.kubelet.probes import ProbeKind, ProbeResult, ProbeSpec, ProbeState
+from computedomain_sim.kubelet import containers, priority, probers
+from computedomain_sim.kubelet.launch import Isolation
+from computedomain_sim.kubelet.probes import ProbeKind, ProbeResult, ProbeSpec, ProbeState
 
 
 def spec(kind: ProbeKind = ProbeKind.LIVENESS, **fields: object) -> ProbeSpec:
@@ -113,7 +113,7 @@ async def test_startup_probes_run_below_the_containers_priority(
 ) -> None:
     """A startup probe shares the machine with every simulated node's containers and gets what
     they leave; the probes whose failures have effects keep the containers' priority
-    (computedomain.sim.kubelet.priority)."""
+    (computedomain_sim.kubelet.priority)."""
     base = os.nice(0)
     command = ["sh", "-c", "echo $(( $(nice) - $BASE ))"]
     container = {"name": "daemon", f"{kind}Probe": {"exec": {"command": command}}}

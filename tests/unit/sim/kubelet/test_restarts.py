@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from computedomain.sim.kubelet.restarts import Backoff, should_restart
+from computedomain_sim.kubelet.restarts import Backoff, should_restart
 
 
 @pytest.mark.parametrize(

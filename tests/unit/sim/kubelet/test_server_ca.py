@@ -9,8 +9,8 @@ from pathlib import Path
 
 import yaml
 
-from computedomain.sim.kubelet.tokens import kubeconfig_text
-from computedomain.sim.kubelet.volumes import prepare_pod_files
+from computedomain_sim.kubelet.tokens import kubeconfig_text
+from computedomain_sim.kubelet.volumes import prepare_pod_files
 
 CA = b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from computedomain.sim.kubelet.status import ContainerRecord, State, pod_status
+from computedomain_sim.kubelet.status import ContainerRecord, State, pod_status
 
 SCHEDULED = {"type": "PodScheduled", "status": "True", "lastTransitionTime": "t0"}
 

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from computedomain.kube.mutationcache import MutationCache
 from computedomain.kube.store import Store, object_key
 from computedomain.runtime.clock import ManualClock
-from computedomain.sim.scheduler import allocation
-from computedomain.sim.scheduler.allocated import AllocatedDevices
+from computedomain_sim.scheduler import allocation
+from computedomain_sim.scheduler.allocated import AllocatedDevices
 
 NAMES = ["a", "b", "c", "d"]
 DEVICES = ["channel-0", "daemon-0", "gpu-0"]  # a small pool, so claims share devices

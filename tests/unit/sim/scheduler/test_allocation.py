@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from computedomain.api import names
-from computedomain.sim.cluster import kustomize
-from computedomain.sim.scheduler.allocation import (
+from computedomain_sim.cluster import kustomize
+from computedomain_sim.scheduler.allocation import (
     DeviceId,
     Unallocatable,
     allocate,

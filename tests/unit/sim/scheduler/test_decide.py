@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from computedomain.api import names
-from computedomain.sim.scheduler.allocation import allocated_devices
-from computedomain.sim.scheduler.scheduler import RESOURCECLAIM_NOT_AVAILABLE, _claim_keys, decide
+from computedomain_sim.scheduler.allocation import allocated_devices
+from computedomain_sim.scheduler.scheduler import RESOURCECLAIM_NOT_AVAILABLE, _claim_keys, decide
 
 DRIVER = names.DRIVER_NAME
 ANY_CHANNEL = {

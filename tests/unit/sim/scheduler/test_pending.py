@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from computedomain.kube.store import Store
-from computedomain.sim.scheduler.scheduler import PENDING, pending, pending_index
+from computedomain_sim.scheduler.scheduler import PENDING, pending, pending_index
 
 
 def pod(name: str, **spec: Any) -> dict[str, Any]:

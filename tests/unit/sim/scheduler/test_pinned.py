@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from computedomain.sim.controllers import daemonset
-from computedomain.sim.scheduler import placement
+from computedomain_sim.controllers import daemonset
+from computedomain_sim.scheduler import placement
 
 
 def _node(name: str, **labels: str) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from computedomain.sim.scheduler import placement
+from computedomain_sim.scheduler import placement
 
 
 def node(

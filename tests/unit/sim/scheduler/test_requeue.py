@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from computedomain.sim.scheduler import requeue
+from computedomain_sim.scheduler import requeue
 
 
 def claim(*devices: str) -> dict[str, Any]:

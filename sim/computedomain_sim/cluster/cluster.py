@@ -1,0 +1,348 @@
+"""A whole simulated cluster in one process: API server, controllers, scheduler and kubelets,
+with ``deployments/`` installed.
+
+Created by ``computedomain sim run`` (which ``sim up`` starts in the background) and by the
+integration and e2e tests. :meth:`SimCluster.start` lays out the state directory
+(:mod:`.layout`), picks the isolation mode, takes a block of loopback addresses, starts the
+:class:`~computedomain_sim.apiserver.server.EmbeddedApiServer` with RBAC on and (by default)
+HTTPS with a self-signed CA kept in the API server's data directory, writes the admin kubeconfig
+(with that CA as ``certificate-authority-data``, so kubectl and client-go accept it), renders
+and installs the manifests (:mod:`.kustomize`, :mod:`.install`), and starts the scheduler, the
+DaemonSet/Deployment/resourceclaim controllers, pod GC and one kubelet per node of the
+:class:`.topology.Topology` (each kubelet puts the CA into its pods' service account kubeconfig
+and projected ``ca.crt``). The components of ``deployments/`` then run as real processes in the
+simulated pods. :meth:`SimCluster.stop` kills every process and stops the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import os
+import shutil
+import sys
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from computedomain.api import validation
+from computedomain.kube import errors
+from computedomain.kube.client import ClientConfig, connect
+from computedomain.kube.events import EventRecorder
+from computedomain.kube.informerfactory import InformerFactory
+from computedomain.kube.resources import DAEMON_SETS, DEPLOYMENTS, NODES
+from computedomain.kube.rest import Api
+from computedomain.runtime import logs
+from computedomain_sim.apiserver import rbac_usage
+from computedomain_sim.apiserver.server import EmbeddedApiServer
+from computedomain_sim.controllers.daemonset_controller import DaemonSetController
+from computedomain_sim.controllers.deployment_controller import DeploymentController
+from computedomain_sim.controllers.podgc import PodGarbageCollector
+from computedomain_sim.controllers.resourceclaim_controller import ResourceClaimController
+from computedomain_sim.kubelet import isolation
+from computedomain_sim.kubelet.ips import AddressBlock
+from computedomain_sim.kubelet.kubelet import Kubelet, KubeletSettings
+from computedomain_sim.kubelet.launch import Image, Isolation
+from computedomain_sim.kubelet.paths import NodePaths
+from computedomain_sim.scheduler.scheduler import Scheduler
+
+from . import install, kustomize, topology
+from .defaults import DEFAULT_MANIFESTS
+from .layout import StateLayout
+
+__all__ = [
+    "DEFAULT_MANIFESTS",
+    "DRIVER_NAMESPACE",
+    "PROGRAMS",
+    "ClusterConfig",
+    "SimCluster",
+    "image_for",
+]
+
+_log = logs.get_logger(__name__)
+
+DRIVER_NAMESPACE = "computedomain-system"
+CONTROLLER_DEPLOYMENT = "computedomain-controller"
+PLUGIN_DAEMONSET = "computedomain-kubelet-plugin"
+PROGRAMS = ("cd-controller", "cd-kubelet-plugin", "cd-imex-daemon", "computedomain")
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+# The checkout's launchers (bin/README), next to the package; absent from an installed wheel.
+LAUNCHERS = Path(__file__).resolve().parents[3] / "bin"
+
+
+@attrs.frozen
+class ClusterConfig:
+    """What to simulate."""
+
+    state_dir: Path
+    topology: topology.Topology = attrs.field(factory=topology.Topology)
+    manifests: Path | None = DEFAULT_MANIFESTS  # a kustomization; None installs nothing
+    imex_path: str | None = None  # directory of the nvidia-imex stand-ins, put first on PATH
+    isolation: Isolation | None = None  # None: detect
+    settings: KubeletSettings = attrs.field(factory=KubeletSettings)
+    use_kubectl: bool | None = None  # for rendering; None: when installed
+    port: int = 0
+    tls: bool = True  # HTTPS: kubectl and client-go send tokens only over TLS
+    rbac_usage: Path | None = None  # record which RBAC rule allowed each request (rbac_usage)
+    # Extra API server pipeline stages (fault injection, request accounting: see
+    # computedomain_sim.apiserver.pipeline), after the RBAC usage log's.
+    api_stages: tuple[Any, ...] = ()
+
+
+def image_for(imex_path: str | None, trusted_ca: Path | None = None) -> Image:
+    """The simulated image: our programs, a PATH, unbuffered Python output (as Python images
+    set it, so logs are complete when a container is killed), and this process's PYTHONPATH if
+    it has one (a development checkout). Reads the environment.
+
+    The programs are the ``bin/`` launchers of this checkout, run by this interpreter
+    (``COMPUTEDOMAIN_PYTHON``), as in the container image (Containerfile); the launcher folder
+    follows the virtual environment's on PATH there too, so upstream's program names work.
+    Without a checkout (an installed wheel) they are the virtual environment's console scripts.
+
+    Its trust store (``SSL_CERT_FILE``) holds only ``trusted_ca``, the cluster's CA (empty
+    without one): the only TLS peer in the simulation is the API server, and every component
+    names that CA itself anyway. The host's bundle would cost each Python program that imports
+    aiohttp 40-55 ms of CPU (its import builds two default contexts and each parses the ~140
+    certificates), and a forming domain starts one such program per node at once.
+    """
+    bin_dir = Path(sys.executable).parent
+    launchers = LAUNCHERS if (LAUNCHERS / PROGRAMS[0]).is_file() else None
+    programs = launchers or bin_dir
+    commands = {name: str(programs / name) for name in PROGRAMS if (programs / name).exists()}
+    path = (imex_path, str(bin_dir), str(launchers) if launchers else None, SYSTEM_PATH)
+    env = {
+        "PATH": ":".join(p for p in path if p),
+        "PYTHONUNBUFFERED": "1",
+        "SSL_CERT_FILE": str(trusted_ca) if trusted_ca is not None else os.devnull,
+    }
+    if launchers is not None:
+        env["COMPUTEDOMAIN_PYTHON"] = sys.executable
+    if os.environ.get("PYTHONPATH"):
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    return Image(commands=commands, env=env)
+
+
+class SimCluster:
+    """A running simulated cluster; see the module docstring."""
+
+    def __init__(self, config: ClusterConfig) -> None:
+        self.config = config
+        self.layout = StateLayout(config.state_dir)
+        self.server: EmbeddedApiServer | None = None
+        self.api: Api | None = None
+        self.addresses: AddressBlock | None = None
+        self.isolation: Isolation = Isolation.PATHMAP
+        self.kubelets: dict[str, Kubelet] = {}
+        self._tasks: list[asyncio.Task[Any]] = []
+
+    @property
+    def url(self) -> str:
+        assert self.server is not None
+        return self.server.url
+
+    async def start(self) -> None:
+        """Bring the cluster up (not waiting for the components; see :meth:`wait_ready`).
+        Raises on any failure, after stopping what was started."""
+        try:
+            await self._start()
+        except BaseException:
+            await self.stop()
+            raise
+
+    async def _start(self) -> None:
+        self.isolation = self.config.isolation or isolation.detect()
+        self.addresses = AddressBlock.acquire()
+        node_configs = topology.nodes(self.config.topology, self.addresses.node_address)
+        self.layout.create([n.name for n in node_configs])
+        stages: list[Any] = []
+        if self.config.rbac_usage is not None:
+            stages.append(rbac_usage.stage(rbac_usage.UsageLog(self.config.rbac_usage)))
+        self.server = EmbeddedApiServer(
+            port=self.config.port,
+            data_dir=self.layout.apiserver_dir,
+            rbac=True,
+            tls=self.config.tls,
+            stages=[*stages, *self.config.api_stages],
+        )
+        await self.server.start()
+        assert self.server.state is not None
+        self.server.state.pod_logs = self._log_files
+        self.server.write_kubeconfig(self.layout.kubeconfig)
+        cert = self.server.serving_cert
+        self.api = await connect(
+            ClientConfig(
+                url=self.server.url,
+                token=self.server.admin_token,
+                qps=0,
+                user_agent="sim",
+                ca_file=str(cert.cert_path) if cert is not None else None,
+            )
+        )
+        if self.config.manifests is not None:
+            objects = kustomize.render(self.config.manifests, use_kubectl=self.config.use_kubectl)
+            await install.install(self.api, objects)
+        # The control plane's controllers share their informers, as kube-controller-manager's do.
+        shared = InformerFactory(self._api(), prefix="control-plane")
+        controllers: dict[str, Any] = {
+            "scheduler": Scheduler,
+            "daemonset-controller": DaemonSetController,
+            "deployment-controller": DeploymentController,
+            "resourceclaim-controller": ResourceClaimController,
+            "pod-garbage-collector": PodGarbageCollector,
+        }
+        for name, kind in controllers.items():
+            self._spawn(name, functools.partial(_run_controller, kind, self._api(), shared))
+        image = image_for(self.config.imex_path, cert.cert_path if cert is not None else None)
+        for node in node_configs:
+            events = EventRecorder(self._api(), component="kubelet", host=node.name)
+            kubelet = Kubelet(
+                self._api(),
+                node,
+                NodePaths(self.layout.node_root(node.name)),
+                addresses=self.addresses,
+                image=image,
+                isolation=self.isolation,
+                events=events,
+                server_url=self.server.url,
+                pid_dir=self.layout.pids_dir,
+                settings=self.config.settings,
+                server_ca=cert.cert_pem if cert is not None else None,
+            )
+            self.kubelets[node.name] = kubelet
+            self._tasks.append(asyncio.create_task(events.run(), name=f"events-{node.name}"))
+            self._tasks.append(asyncio.create_task(kubelet.run(), name=f"kubelet-{node.name}"))
+        for kubelet in self.kubelets.values():
+            await _first(kubelet.wait_ready(), self._tasks)
+
+    def _api(self) -> Api:
+        assert self.api is not None
+        return self.api
+
+    def _log_files(self, pod: Mapping[str, Any], container: str) -> list[Path]:
+        """The container's log files on its node (``<restart>.log``), oldest first: what the
+        API server's ``pods/log`` serves. Raises ValueError for an unsafe name."""
+        meta, node = pod["metadata"], str((pod.get("spec") or {}).get("nodeName") or "")
+        kubelet = self.kubelets.get(node)
+        if kubelet is None:
+            return []
+        paths = kubelet.ctx.paths
+        directory = paths.log_dir(meta["namespace"], meta["name"], meta["uid"])
+        directory /= validation.safe_path_component("container", container)
+        logs = [p for p in directory.glob("*.log") if p.stem.isdigit()]
+        return sorted(logs, key=lambda p: int(p.stem))
+
+    def _spawn(self, name: str, make: Callable[[EventRecorder], Awaitable[None]]) -> None:
+        events = EventRecorder(self._api(), component=name)
+        self._tasks.append(asyncio.create_task(events.run(), name=f"events-{name}"))
+        self._tasks.append(asyncio.create_task(make(events), name=name))  # type: ignore[arg-type]
+
+    async def wait_ready(self, *, components: bool = True, within: float = 120.0) -> None:
+        """Wait until every node is Ready and, with ``components``, the controller Deployment
+        and the kubelet plugin DaemonSet report all their pods Ready. Raises TimeoutError (with
+        what is missing) or the error of a failed cluster task."""
+        api = self._api()
+        missing = "nodes"
+        try:
+            async with asyncio.timeout(within):
+                while True:
+                    missing = await self._not_ready(api, components=components)
+                    if not missing:
+                        return
+                    await _first(asyncio.sleep(0.2), self._tasks)
+        except TimeoutError:
+            msg = f"the simulated cluster is not ready after {within:g}s: {missing}"
+            raise TimeoutError(msg) from None
+
+    async def _not_ready(self, api: Api, *, components: bool) -> str:
+        nodes, _ = await api.list_all(NODES)
+        ready = [n for n in nodes if _condition(n, "Ready")]
+        if len(ready) < len(self.kubelets):
+            return f"{len(ready)}/{len(self.kubelets)} nodes Ready"
+        if not components or self.config.manifests is None:
+            return ""
+        try:
+            deployment = await api.get(DEPLOYMENTS, CONTROLLER_DEPLOYMENT, DRIVER_NAMESPACE)
+            plugin = await api.get(DAEMON_SETS, PLUGIN_DAEMONSET, DRIVER_NAMESPACE)
+        except errors.NotFound as exc:
+            return str(exc)
+        wanted = int((deployment.get("spec") or {}).get("replicas", 1))
+        have = int((deployment.get("status") or {}).get("readyReplicas") or 0)
+        if have < wanted:
+            return f"controller {have}/{wanted} ready"
+        status = plugin.get("status") or {}
+        desired = int(status.get("desiredNumberScheduled") or 0)
+        if desired == 0 or int(status.get("numberReady") or 0) < desired:
+            return f"kubelet plugin {status.get('numberReady', 0)}/{desired} ready"
+        return ""
+
+    async def stop(self) -> None:
+        """Kill every process and stop everything (idempotent)."""
+        for task in reversed(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
+        if self.api is not None:
+            await self.api.close()
+            self.api = None
+        if self.server is not None:
+            with contextlib.suppress(Exception):
+                await self.server.stop()
+            self.server = None
+        if self.addresses is not None:
+            self.addresses.release()
+            self.addresses = None
+        # The short node links point into the state directory; start() makes them again.
+        shutil.rmtree(self.layout.link_dir, ignore_errors=True)
+
+    def describe(self) -> dict[str, Any]:
+        """What ``cluster.json`` records about the running cluster. Pure."""
+        return {
+            "url": self.server.url if self.server is not None else "",
+            "kubeconfig": str(self.layout.kubeconfig),
+            "isolation": str(self.isolation),
+            "addressBlock": f"127.{self.addresses.block}.0.0/16" if self.addresses else "",
+            "nodes": {name: str(k.ctx.paths.root) for name, k in self.kubelets.items()},
+            "racks": self.config.topology.racks,
+            "nodesPerRack": self.config.topology.nodes_per_rack,
+            "profile": self.config.topology.profile,
+        }
+
+
+def _condition(obj: Mapping[str, Any], kind: str) -> bool:
+    return any(
+        c.get("type") == kind and c.get("status") == "True"
+        for c in (obj.get("status") or {}).get("conditions") or []
+    )
+
+
+def _run_controller(
+    kind: Any, api: Api, informers: InformerFactory, events: EventRecorder
+) -> Awaitable[None]:
+    """Make one simulated controller of the control plane and run it."""
+    run: Awaitable[None] = kind(api, events=events, informers=informers).run()
+    return run
+
+
+async def _first(awaitable: Awaitable[Any], tasks: list[asyncio.Task[Any]]) -> None:
+    """Await ``awaitable``, but raise at once if one of the cluster's ``tasks`` failed."""
+    waiter = asyncio.ensure_future(awaitable)
+    pending = [t for t in tasks if not t.done()]
+    for task in tasks:
+        if task.done() and not task.cancelled() and task.exception() is not None:
+            waiter.cancel()
+            raise RuntimeError(f"cluster task {task.get_name()} failed") from task.exception()
+    done, _ = await asyncio.wait([waiter, *pending], return_when=asyncio.FIRST_COMPLETED)
+    if waiter in done:
+        waiter.result()
+        return
+    waiter.cancel()
+    failed = next(t for t in done if t is not waiter)
+    if failed.cancelled():
+        msg = f"cluster task {failed.get_name()} was cancelled"
+        raise RuntimeError(msg)
+    exc = failed.exception()
+    msg = f"cluster task {failed.get_name()} ended"
+    raise RuntimeError(msg) from exc

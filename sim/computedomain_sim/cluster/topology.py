@@ -1,0 +1,89 @@
+"""The simulated machines: how many nodes, in which racks, with which fake hardware.
+
+Called by :mod:`.cluster`. Pure. Each rack is one NVLink domain: its nodes share a clique
+(``FAKE_NVML_CLIQUE=<cluster UUID>.<rack>``) and carry the labels a GPU node has
+(``nvidia.com/gpu.present``, the GPU Feature Discovery clique label) plus the rack. The
+driver files of the profile (``/proc/devices`` and, with a fabric, the ``fabric-imex-mgmt``
+capability the kubelet plugin reads for daemon claims) go on every node.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+
+import attrs
+
+from computedomain.api import names
+from computedomain.nvml import fake
+from computedomain_sim.kubelet.node import NodeConfig
+
+__all__ = ["CLIQUE_LABEL", "RACK_LABEL", "Topology", "driver_files", "nodes"]
+
+RACK_LABEL = "computedomain.sim/rack"
+CLIQUE_LABEL = "nvidia.com/gpu.clique"
+GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
+_NAMESPACE = uuid.UUID("4f1d7c8e-2b6a-4e55-9c3d-0a1b2c3d4e5f")
+
+
+@attrs.frozen
+class Topology:
+    """``racks`` racks of ``nodes_per_rack`` nodes, all with hardware ``profile``."""
+
+    racks: int = 2
+    nodes_per_rack: int = 2
+    profile: str = "gb200"
+    seed: str = "computedomain-sim"
+
+    def __attrs_post_init__(self) -> None:
+        if self.racks < 1 or self.nodes_per_rack < 1:
+            msg = (
+                "racks and nodes per rack must be at least 1 "
+                f"(got {self.racks}x{self.nodes_per_rack})"
+            )
+            raise ValueError(msg)
+        if self.racks * self.nodes_per_rack > 254:
+            msg = "at most 254 nodes per simulated cluster"
+            raise ValueError(msg)
+
+    @property
+    def cluster_uuid(self) -> str:
+        return str(uuid.uuid5(_NAMESPACE, self.seed))
+
+    def clique(self, rack: int) -> str:
+        """The NVLink clique of ``rack``: ``<cluster UUID>.<rack>``."""
+        return f"{self.cluster_uuid}.{rack}"
+
+
+def driver_files(profile: str) -> dict[str, str]:
+    """The driver's files on a node of ``profile``, by node path. Pure; raises ConfigError (a
+    ValueError) for an unknown profile."""
+    hardware = fake.FakeNvml(fake.parse_profile(profile))
+    if not hardware.has_fabric:
+        return {}
+    return {names.FABRIC_IMEX_MGMT_PATH: fake.fabric_imex_mgmt_text()}
+
+
+def nodes(topology: Topology, address_of: Callable[[int], str]) -> list[NodeConfig]:
+    """The node configs, rack by rack (``r<rack>n<index>``). Pure given ``address_of``."""
+    files = driver_files(topology.profile)
+    out: list[NodeConfig] = []
+    for rack in range(topology.racks):
+        for index in range(topology.nodes_per_rack):
+            name = f"r{rack}n{index}"
+            clique = topology.clique(rack)
+            out.append(
+                NodeConfig(
+                    name=name,
+                    address=address_of(len(out)),
+                    labels={
+                        GPU_PRESENT_LABEL: "true",
+                        CLIQUE_LABEL: clique,
+                        RACK_LABEL: f"r{rack}",
+                    },
+                    env={"FAKE_NVML_PROFILE": topology.profile, "FAKE_NVML_CLIQUE": clique},
+                    proc_devices=fake.proc_devices_text(),
+                    driver_files=files,
+                )
+            )
+    return out
