@@ -10,7 +10,9 @@
    409/429 (with ``Retry-After``)/500/503 itself, delay the request, or wrap the response;
    a stage that needs the server's state (e.g. watch streams, to drop them or end them with
    an early 410: :meth:`.watch.WatchHub.close_all`) finds it as ``request[STATE]``.
-4. :func:`authenticate` — bearer token → user (``request[USER]``); 401 when required.
+4. :func:`authenticate` — bearer token → user, then its ``Impersonate-*`` headers
+   (:mod:`.impersonation`) → the user the request runs as (``request[USER]``); 401 when
+   required, 403 when an impersonation is not allowed.
 5. :func:`authorize` — RBAC decision for the request attributes; 403 worded as
    kube-apiserver.
 6. the handler (:mod:`.app`) — admission and validation (:mod:`.admission`), storage
@@ -71,7 +73,8 @@ async def classify(request: web.BaseRequest, handler: Handler) -> web.StreamResp
 @web.middleware
 async def authenticate(request: web.BaseRequest, handler: Handler) -> web.StreamResponse:
     state = request[STATE]
-    request[USER] = security.authenticate(state, request.headers.get("Authorization", ""))
+    user = security.authenticate(state, request.headers.get("Authorization", ""))
+    request[USER] = security.impersonate(state, user, request.headers)
     return await handler(request)
 
 

@@ -15,7 +15,9 @@ import secrets
 from pathlib import Path
 from typing import Any
 
-from . import authn, status
+from multidict import CIMultiDictProxy
+
+from . import authn, impersonation, status
 from . import rbac as rbac_mod
 from .requestinfo import RequestInfo
 from .state import ApiState
@@ -98,6 +100,29 @@ def authenticate(state: ApiState, header: str) -> authn.UserInfo | None:
     if user is None:
         raise status.unauthorized()
     return user
+
+
+def impersonate(
+    state: ApiState, user: authn.UserInfo | None, headers: CIMultiDictProxy[str]
+) -> authn.UserInfo | None:
+    """The user the request runs as after its ``Impersonate-*`` headers, each part allowed by
+    the authorizer (every part is allowed without one, as under kube's AlwaysAllow)."""
+    if user is None:
+        return None
+    authorizer = state.authorizer
+
+    def check(attrs: rbac_mod.RequestAttributes) -> str | None:
+        if authorizer is None:
+            return None
+        decision = authorizer.authorize(attrs)
+        return None if decision.allowed else authorizer.forbidden_message(attrs, decision.reason)
+
+    try:
+        return impersonation.impersonate(user, headers, check)
+    except impersonation.ImpersonationError as exc:
+        if exc.status == 403:
+            raise status.forbidden(exc.message) from exc
+        raise status.internal_error(exc.message) from exc
 
 
 def authorize(state: ApiState, user: authn.UserInfo | None, info: RequestInfo) -> None:
