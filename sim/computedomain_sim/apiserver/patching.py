@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import yaml
+
 from computedomain.api import jsoncodec
 
 from . import status, strategic
@@ -176,6 +178,21 @@ def json_patch(doc: Any, ops: Any) -> Any:
             msg = f"Unexpected kind: {kind}"
             raise JsonPatchError(msg)
     return doc
+
+
+def is_apply(content_type: str) -> bool:
+    return content_type.split(";", 1)[0].strip().lower() == APPLY
+
+
+def decode_apply(body: bytes) -> dict[str, Any]:
+    """The configuration of an apply patch (YAML, of which JSON is a subset)."""
+    try:
+        config = yaml.safe_load(body.decode("utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise status.bad_request(f"error decoding YAML: {exc}") from None
+    if not isinstance(config, dict):
+        raise status.bad_request("an apply patch must be an object")
+    return config
 
 
 def apply_patch(rt: ResourceType, content_type: str, old: dict[str, Any], body: bytes) -> Any:

@@ -13,7 +13,18 @@ from typing import Any
 import attrs
 from aiohttp import web
 
-from . import conversion, deletion, reads, reviews, status, subresources, tables, wire, writes
+from . import (
+    conversion,
+    deletion,
+    managedfields,
+    reads,
+    reviews,
+    status,
+    subresources,
+    tables,
+    wire,
+    writes,
+)
 from .pipeline import USER
 from .registry import ResourceType
 from .requestinfo import RequestInfo
@@ -107,7 +118,12 @@ async def handle(
             obj = view.to_storage(obj)
         with writes.dry_run(state, query):
             result = writes.create(
-                state, _write_rt(rt, srt), ns, obj, field_validation=_field_validation(query)
+                state,
+                _write_rt(rt, srt),
+                ns,
+                obj,
+                field_validation=_field_validation(query),
+                manager=managedfields.of_request(request),
             )
         return wire.raw_response(view.render(result.entry.raw), 201, result.warnings)
     if verb == "update":
@@ -123,6 +139,7 @@ async def handle(
                 info.name,
                 obj,
                 field_validation=_field_validation(query),
+                manager=managedfields.of_request(request),
             )
         return wire.raw_response(view.render(result.entry.raw), 200, result.warnings)
     if verb == "patch":
@@ -138,8 +155,12 @@ async def handle(
                 field_validation=_field_validation(query),
                 view=view,
                 served=rt,
+                manager=managedfields.of_request(request),
+                apply_manager=query.get("fieldManager"),
+                force=query.get("force") == "true",
             )
-        return wire.raw_response(view.render(result.entry.raw), 200, result.warnings)
+        code = 201 if result.created else 200
+        return wire.raw_response(view.render(result.entry.raw), code, result.warnings)
     if verb == "delete":
         opts = await _delete_options(request, state)
         with writes.dry_run(state, query):

@@ -11,7 +11,7 @@ from typing import Any
 
 from aiohttp import web
 
-from . import conversion, deletion, objects, podlogs, reads, status, wire, writes
+from . import conversion, deletion, managedfields, objects, podlogs, reads, status, wire, writes
 from .registry import ResourceType
 from .requestinfo import RequestInfo
 from .state import ApiState
@@ -46,7 +46,15 @@ async def handle(
                 writes.check_kind(rt, obj)
                 obj = view.to_storage(obj)
             with writes.dry_run(state, query):
-                res = writes.update(state, srt, ns, info.name, obj, subresource="status")
+                res = writes.update(
+                    state,
+                    srt,
+                    ns,
+                    info.name,
+                    obj,
+                    subresource="status",
+                    manager=managedfields.of_request(request),
+                )
             return wire.raw_response(view.render(res.entry.raw), 200, res.warnings)
         if method == "PATCH":
             body = await wire.read_body(request, state.config.max_body_bytes)
@@ -61,6 +69,9 @@ async def handle(
                     subresource="status",
                     view=view,
                     served=rt,
+                    manager=managedfields.of_request(request),
+                    apply_manager=query.get("fieldManager"),
+                    force=query.get("force") == "true",
                 )
             return wire.raw_response(view.render(res.entry.raw), 200, res.warnings)
     elif method == "GET" and sub == "log":

@@ -10,7 +10,9 @@ Semantics kept: uid/creationTimestamp/generation are server-owned; generation bu
 something outside metadata (and status, for kinds with a status subresource) changed; the main
 endpoint keeps the stored status and ``/status`` keeps everything else; an update that changes
 nothing is not written (no new resourceVersion, no watch event); an update that removes the
-last finalizer of an object being deleted (with no grace period left) deletes it.
+last finalizer of an object being deleted (with no grace period left) deletes it. A write
+that names its field manager records field ownership (:mod:`.managedfields`); an apply patch
+merges through it and creates the object when it is missing.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import attrs
 
 from computedomain.api import jsoncodec
 
-from . import admission, conversion, objects, patching, status
+from . import admission, conversion, managedfields, objects, patching, status
 from .crds import CRD_KEY
 from .registry import ResourceType
 from .state import ApiState
@@ -151,8 +153,11 @@ def create(
     obj: dict[str, Any],
     *,
     field_validation: str = "Warn",
+    manager: str | None = None,
+    operation: str = managedfields.UPDATE,
 ) -> WriteResult:
-    """Create ``obj`` in ``namespace`` ("" for cluster-scoped); raises 409 AlreadyExists."""
+    """Create ``obj`` in ``namespace`` ("" for cluster-scoped); raises 409 AlreadyExists.
+    ``manager`` (with ``operation``) becomes the owner of every field."""
     check_kind(rt, obj)
     meta = obj.setdefault("metadata", {})
     body_ns = meta.get("namespace")
@@ -179,6 +184,9 @@ def create(
         meta["generation"] = 1
     if rt.reset_status_on_create or (rt.custom and rt.has_status):
         obj.pop("status", None)
+    author = _manager(rt, manager, operation) if manager is not None else None
+    if author is not None and operation == managedfields.APPLY:
+        managedfields.record_update(state, rt, None, obj, author)  # what was applied, no defaults
     obj, unknown = admission.mutate(state, rt, obj, create=True)
     warnings = _field_validation(rt, unknown, field_validation)
     admission.validate(state, rt, obj, None)
@@ -194,6 +202,8 @@ def create(
     key = objects.key_of(namespace, name)
     if state.store.get(rt.storage_key, key) is not None:
         raise status.already_exists(rt.plural, rt.group, name)
+    if author is not None and operation != managedfields.APPLY:
+        managedfields.record_update(state, rt, None, obj, author)
     ev = commit(state, rt, key, obj)
     return WriteResult(ev.new, created=True, warnings=warnings)
 
@@ -216,6 +226,7 @@ def update(
     *,
     subresource: str = "",
     field_validation: str = "Warn",
+    manager: str | None = None,
 ) -> WriteResult:
     """Replace the object (PUT); ``metadata.resourceVersion`` in ``obj`` is a precondition."""
     check_kind(rt, obj)
@@ -231,8 +242,21 @@ def update(
         )
     current = get_current(state, rt, namespace, name)
     return replace(
-        state, rt, current, obj, subresource=subresource, field_validation=field_validation
+        state,
+        rt,
+        current,
+        obj,
+        subresource=subresource,
+        field_validation=field_validation,
+        manager=manager,
     )
+
+
+def _manager(
+    rt: ResourceType, name: str, operation: str, subresource: str = ""
+) -> managedfields.Manager:
+    version = f"{rt.group}/{rt.version}" if rt.group else rt.version
+    return managedfields.Manager(name, operation, version, subresource)
 
 
 def replace(
@@ -243,8 +267,10 @@ def replace(
     *,
     subresource: str = "",
     field_validation: str = "Warn",
+    manager: str | None = None,
 ) -> WriteResult:
-    """The shared tail of update and patch: ``obj`` replaces ``current``."""
+    """The shared tail of update and patch: ``obj`` replaces ``current``. ``manager`` (an
+    update's) gets the fields it changed; without one, ownership is left as ``obj`` has it."""
     old = current.decode()
     om = old["metadata"]
     meta = obj.setdefault("metadata", {})
@@ -290,6 +316,12 @@ def replace(
     if "generation" in om and objects.spec_view(rt, obj) != objects.spec_view(rt, old):
         meta["generation"] = int(om["generation"]) + 1
     meta["resourceVersion"] = om.get("resourceVersion")
+    if manager is not None:
+        managedfields.record_update(
+            state, rt, old, obj, _manager(rt, manager, managedfields.UPDATE, subresource)
+        )
+    elif "managedFields" in om:
+        meta.setdefault("managedFields", om["managedFields"])
     if obj == old:
         return WriteResult(current, warnings=warnings)
     admission.validate(state, rt, obj, old, status_only=subresource == "status")
@@ -339,12 +371,31 @@ def patch(
     field_validation: str = "Warn",
     view: conversion.View = conversion.IDENTITY,
     served: ResourceType | None = None,
+    manager: str | None = None,
+    apply_manager: str | None = None,
+    force: bool = False,
 ) -> WriteResult:
-    """Apply a merge/JSON/strategic-merge patch to the current object.
+    """Apply a merge/JSON/strategic-merge patch, or an apply patch, to the current object.
 
     ``rt`` is the storage resource; with a version ``view`` the patch applies to the object
     as ``served`` (the requested resource) shows it, as clients wrote it against that form.
+    ``manager`` owns what a patch changes; an apply patch needs ``apply_manager`` (named
+    explicitly, as ``?fieldManager=``), and ``force`` takes conflicting fields from others.
     """
+    if patching.is_apply(content_type):
+        return _apply(
+            state,
+            rt,
+            namespace,
+            name,
+            body,
+            subresource=subresource,
+            field_validation=field_validation,
+            view=view,
+            served=served or rt,
+            manager=apply_manager,
+            force=force,
+        )
     current = get_current(state, rt, namespace, name)
     old = current.decode()
     shown = view.to_view(current.decode()) if view.id else old
@@ -368,5 +419,67 @@ def patch(
         if new.get(field) != old.get(field):
             raise status.bad_request(f"{field} cannot be changed by a patch")
     return replace(
-        state, rt, current, new, subresource=subresource, field_validation=field_validation
+        state,
+        rt,
+        current,
+        new,
+        subresource=subresource,
+        field_validation=field_validation,
+        manager=manager,
+    )
+
+
+def _apply(
+    state: ApiState,
+    rt: ResourceType,
+    namespace: str,
+    name: str,
+    body: bytes,
+    *,
+    subresource: str,
+    field_validation: str,
+    view: conversion.View,
+    served: ResourceType,
+    manager: str | None,
+    force: bool,
+) -> WriteResult:
+    """Server-side apply: create the object from the configuration, or merge it in."""
+    if not manager:
+        raise status.invalid_patch_options(
+            "fieldManager", "Required value: is required for apply patch"
+        )
+    managedfields.check_name(manager)
+    config = patching.decode_apply(body)
+    check_kind(served, config)
+    meta = config.setdefault("metadata", {})
+    if not isinstance(meta, dict):
+        raise status.bad_request("metadata must be an object")
+    if meta.get("name") not in (None, name):
+        raise status.bad_request(
+            f"the name of the object ({meta.get('name')}) does not match the name on the URL "
+            f"({name})"
+        )
+    meta["name"] = name
+    key = objects.key_of(namespace if rt.namespaced else "", name)
+    current = state.store.get(rt.storage_key, key)
+    if current is None:
+        if subresource:
+            raise status.not_found(rt.plural, rt.group, name)
+        obj = view.to_storage(config) if view.id else config
+        return create(
+            state,
+            rt,
+            namespace,
+            obj,
+            field_validation=field_validation,
+            manager=manager,
+            operation=managedfields.APPLY,
+        )
+    shown = view.to_view(current.decode()) if view.id else current.decode()
+    who = _manager(served, manager, managedfields.APPLY, subresource)
+    merged = managedfields.apply(state, served, shown, config, who, force=force)
+    if view.id:
+        merged = view.to_storage(merged)
+    return replace(
+        state, rt, current, merged, subresource=subresource, field_validation=field_validation
     )

@@ -1,0 +1,361 @@
+"""Sets of field paths in the ``FieldsV1`` form of ``metadata.managedFields``, and the shapes of
+objects they are computed over.
+
+A set is a nested dict, exactly as stored: ``f:<name>`` for a field of an object, ``k:<json>``
+for an item of a list keyed by its map keys, ``v:<json>`` for an item of a set list, and ``.``
+for a map or list item that is itself a member beside its children; ``{}`` is a leaf. Working
+on the stored form means no conversion on the write path, where every update computes what it
+changed. A :class:`Shape` says which lists are keyed, which are sets and which are atomic, and
+which objects are maps (members themselves) rather than structs: from a CRD's structural schema,
+or, for built-in kinds, from the merge keys the strategic merge patch already knows.
+Pure; used by :mod:`.managedfields`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any, Final
+
+from .schema_nodes import Node
+from .strategic import MERGE_KEYS, PRIMITIVE_MERGE
+
+FieldSet = dict[str, Any]
+SELF: Final = "."
+
+# Built-in fields that are maps (string -> value), not structs: a set map is a member itself.
+_BUILTIN_MAPS: Final = frozenset(
+    {
+        "labels", "annotations", "nodeSelector", "matchLabels", "data", "binaryData",
+        "stringData", "requests", "limits", "capacity", "allocatable", "hard", "used",
+        "parameters", "selector", "attributes", "overhead", "sysctls",
+    }
+)  # fmt: skip
+# Keyed lists whose key has more than one field in the built-in types.
+_BUILTIN_KEYS: Final = {"ports": ("containerPort", "protocol")}
+_KEY_DEFAULTS: Final = {("ports", "protocol"): "TCP"}
+
+
+class Shape:
+    """How one node of an object is structured. The base shape (a struct whose lists are
+    atomic) is what an unknown part of a built-in kind gets."""
+
+    def child(self, name: str) -> Shape:
+        return _BUILTIN_ROOT.child(name)
+
+    def list_keys(self) -> tuple[str, ...] | None:
+        """The map keys of a keyed list, ``()`` for a set list, ``None`` for an atomic one."""
+        return None
+
+    def item(self) -> Shape:
+        return self
+
+    def is_map(self) -> bool:
+        return False
+
+
+class BuiltinShape(Shape):
+    """A field of a built-in kind, known by its name."""
+
+    def __init__(self, name: str = "") -> None:
+        self.name = name
+
+    def child(self, name: str) -> Shape:
+        return BuiltinShape(name)
+
+    def list_keys(self) -> tuple[str, ...] | None:
+        if self.name in _BUILTIN_KEYS:
+            return _BUILTIN_KEYS[self.name]
+        if self.name in MERGE_KEYS:
+            return (MERGE_KEYS[self.name],)
+        if self.name in PRIMITIVE_MERGE:
+            return ()
+        return None
+
+    def item(self) -> Shape:
+        return BuiltinShape(f"{self.name}[]")
+
+    def is_map(self) -> bool:
+        return self.name in _BUILTIN_MAPS
+
+
+_BUILTIN_ROOT: Final = BuiltinShape()
+
+
+class SchemaShape(Shape):
+    """A node of a CRD's structural schema (lists are atomic unless the schema says otherwise,
+    as for custom resources in Kubernetes). ``metadata`` follows the built-in rules."""
+
+    def __init__(self, node: Node | None, *, root: bool = False) -> None:
+        self.node = node
+        self.root = root
+
+    def child(self, name: str) -> Shape:
+        if self.root and name == "metadata":
+            return BuiltinShape("metadata")
+        node = self.node
+        if node is None:
+            return SchemaShape(None)
+        if name in node.properties:
+            return SchemaShape(node.properties[name])
+        return SchemaShape(node.additional)
+
+    def list_keys(self) -> tuple[str, ...] | None:
+        node = self.node
+        if node is None:
+            return None
+        if node.list_type == "map":
+            return node.list_map_keys
+        if node.list_type == "set":
+            return ()
+        return None
+
+    def item(self) -> Shape:
+        return SchemaShape(self.node.items if self.node is not None else None)
+
+    def is_map(self) -> bool:
+        node = self.node
+        return node is not None and not node.properties and node.additional is not None
+
+
+def atomic_map(shape: Shape) -> bool:
+    return (
+        isinstance(shape, SchemaShape)
+        and shape.node is not None
+        and (shape.node.map_type == "atomic")
+    )
+
+
+def item_key(value: Any, keys: tuple[str, ...], field: str = "") -> str:
+    """The ``k:``/``v:`` element of one list item."""
+    if not keys:
+        return "v:" + json.dumps(value, separators=(",", ":"))
+    if not isinstance(value, dict):
+        return "v:" + json.dumps(value, separators=(",", ":"))
+    key = {}
+    for name in sorted(keys):
+        if name in value:
+            key[name] = value[name]
+        elif (field, name) in _KEY_DEFAULTS:
+            key[name] = _KEY_DEFAULTS[(field, name)]
+    return "k:" + json.dumps(key, separators=(",", ":"))
+
+
+def _field_name(shape: Shape) -> str:
+    return shape.name if isinstance(shape, BuiltinShape) else ""
+
+
+def of_value(value: Any, shape: Shape) -> FieldSet:
+    """Every member path of ``value``'s children (``value`` itself is not included)."""
+    out: FieldSet = {}
+    if isinstance(value, dict) and not atomic_map(shape):
+        for name, sub in value.items():
+            out["f:" + name] = _member(sub, shape.child(name))
+    elif isinstance(value, list):
+        keys = shape.list_keys()
+        if keys is not None:
+            item = shape.item()
+            for sub in value:
+                out[item_key(sub, keys, _field_name(shape))] = _member(sub, item, item=True)
+    return out
+
+
+def _member(value: Any, shape: Shape, *, item: bool = False) -> FieldSet:
+    """The set under one member: its children, marked itself for maps, non-empty lists and
+    list items."""
+    children = of_value(value, shape)
+    if children and (item or shape.is_map() or isinstance(value, list)):
+        children[SELF] = {}
+    return children
+
+
+def _granular(value: Any, shape: Shape) -> bool:
+    """Whether ``value`` has members of its own (a non-atomic object, a keyed or set list)."""
+    if isinstance(value, dict):
+        return not atomic_map(shape)
+    return isinstance(value, list) and shape.list_keys() is not None
+
+
+def _self_member(value: Any, shape: Shape, item: bool) -> bool:
+    """Whether a value is a member itself (as :func:`_member` marks it), without walking it."""
+    if item or not _granular(value, shape) or not value:
+        return True
+    return isinstance(value, list) or shape.is_map()
+
+
+def changed(old: Any, new: Any, shape: Shape) -> tuple[FieldSet, FieldSet]:
+    """(members of ``new`` that are new or have another value, members of ``old`` gone in
+    ``new``), below the node both are at. Equal subtrees are skipped at once."""
+    added: FieldSet = {}
+    removed: FieldSet = {}
+    old_children = _children(old, shape)
+    new_children = _children(new, shape)
+    item = isinstance(new, list)
+    for key, (new_value, sub_shape) in new_children.items():
+        previous = old_children.get(key)
+        if previous is None:
+            added[key] = _member(new_value, sub_shape, item=item)
+            continue
+        old_value = previous[0]
+        if old_value == new_value:
+            continue
+        both = _granular(old_value, sub_shape) and _granular(new_value, sub_shape)
+        if not both or type(old_value) is not type(new_value):
+            now = _member(new_value, sub_shape, item=item)
+            added[key] = now
+            gone = difference({key: _member(old_value, sub_shape, item=item)}, {key: now})
+            if gone:
+                removed[key] = gone[key]
+            continue
+        sub_added, sub_removed = changed(old_value, new_value, sub_shape)
+        was = _self_member(old_value, sub_shape, item)
+        now = _self_member(new_value, sub_shape, item)
+        node = _join(now and not was, sub_added)
+        if node is not None:
+            added[key] = node
+        node = _join(was and not now, sub_removed)
+        if node is not None:
+            removed[key] = node
+    for key, (old_value, sub_shape) in old_children.items():
+        if key not in new_children:
+            removed[key] = _member(old_value, sub_shape, item=isinstance(old, list))
+    return added, removed
+
+
+def _children(value: Any, shape: Shape) -> dict[str, tuple[Any, Shape]]:
+    if isinstance(value, dict) and not atomic_map(shape):
+        return {"f:" + name: (sub, shape.child(name)) for name, sub in value.items()}
+    if isinstance(value, list):
+        keys = shape.list_keys()
+        if keys is not None:
+            item = shape.item()
+            return {item_key(sub, keys, _field_name(shape)): (sub, item) for sub in value}
+    return {}
+
+
+def _split(node: FieldSet) -> tuple[bool, FieldSet]:
+    """(whether the node itself is a member, its member children)."""
+    if not node:
+        return True, {}
+    if SELF in node:
+        return True, {k: v for k, v in node.items() if k != SELF}
+    return False, node
+
+
+def _join(member: bool, children: FieldSet) -> FieldSet | None:
+    if not children:
+        return {} if member else None
+    return {SELF: {}, **children} if member else children
+
+
+def union(a: FieldSet, b: FieldSet) -> FieldSet:
+    """Every member of ``a`` or ``b``."""
+    out = dict(a)
+    for key, sub in b.items():
+        if key not in out:
+            out[key] = sub
+            continue
+        a_self, a_children = _split(out[key])
+        b_self, b_children = _split(sub)
+        joined = _join(a_self or b_self, union(a_children, b_children))
+        out[key] = joined if joined is not None else {}
+    return out
+
+
+def difference(a: FieldSet, b: FieldSet) -> FieldSet:
+    """The members of ``a`` that are not members of ``b``."""
+    out: FieldSet = {}
+    for key, sub in a.items():
+        if key not in b:
+            out[key] = sub
+            continue
+        a_self, a_children = _split(sub)
+        b_self, b_children = _split(b[key])
+        joined = _join(a_self and not b_self, difference(a_children, b_children))
+        if joined is not None:
+            out[key] = joined
+    return out
+
+
+def intersection(a: FieldSet, b: FieldSet) -> FieldSet:
+    """The members of both ``a`` and ``b``."""
+    out: FieldSet = {}
+    for key, sub in a.items():
+        if key not in b:
+            continue
+        a_self, a_children = _split(sub)
+        b_self, b_children = _split(b[key])
+        joined = _join(a_self and b_self, intersection(a_children, b_children))
+        if joined is not None:
+            out[key] = joined
+    return out
+
+
+def leaves(fields: FieldSet, prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
+    """Every member path: the leaves, and the nodes marked with ``.``."""
+    for key, sub in fields.items():
+        if key == SELF:
+            yield prefix
+        elif not sub:
+            yield (*prefix, key)
+        else:
+            yield from leaves(sub, (*prefix, key))
+
+
+def contains(fields: FieldSet, path: tuple[str, ...]) -> bool:
+    node = fields
+    for element in path:
+        if element not in node:
+            return False
+        node = node[element]
+    return not node or SELF in node
+
+
+def value_at(obj: Any, path: tuple[str, ...], shape: Shape) -> tuple[bool, Any]:
+    """(found, value) of the member at ``path``."""
+    current = obj
+    for element in path:
+        found = _children(current, shape).get(element)
+        if found is None:
+            return False, None
+        current, shape = found
+    return True, current
+
+
+def remove(obj: Any, path: tuple[str, ...], shape: Shape) -> None:
+    """Remove the member at ``path`` from ``obj`` in place (nothing when absent)."""
+    if not path:
+        return
+    current, parent_shape = obj, shape
+    for element in path[:-1]:
+        found = _children(current, parent_shape).get(element)
+        if found is None:
+            return
+        current, parent_shape = found
+    last = path[-1]
+    if isinstance(current, dict) and last.startswith("f:"):
+        current.pop(last[2:], None)
+    elif isinstance(current, list):
+        keys = parent_shape.list_keys()
+        if keys is None:
+            return
+        field = _field_name(parent_shape)
+        current[:] = [item for item in current if item_key(item, keys, field) != last]
+
+
+def path_string(path: tuple[str, ...]) -> str:
+    """A path as kube-apiserver prints it in conflicts: ``.spec.containers[name="x"].image``."""
+    parts = []
+    for element in path:
+        kind, _, text = element.partition(":")
+        if kind == "f":
+            parts.append("." + text)
+        elif kind == "k":
+            key = json.loads(text)
+            inner = ",".join(f"{name}={json.dumps(value)}" for name, value in key.items())
+            parts.append(f"[{inner}]")
+        elif kind == "v":
+            parts.append(f"[={text}]")
+        elif kind == "i":
+            parts.append(f"[{text}]")
+    return "".join(parts)
