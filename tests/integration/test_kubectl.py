@@ -1,10 +1,9 @@
 """kubectl against the embedded API server: what it prints for get/apply/patch/wait/delete
-with the project's CRDs (skipped when kubectl is not installed)."""
+with the project's CRDs (kubectl from `make venv`)."""
 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -13,11 +12,9 @@ import pytest
 import yaml
 
 from computedomain_sim.apiserver import testing
+from tests import binaries
 
-pytestmark = [
-    pytest.mark.kubectl,
-    pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed"),
-]
+pytestmark = [pytest.mark.kubectl]
 
 REPO = Path(__file__).resolve().parents[2]
 CRDS = REPO / "deployments" / "base" / "crds"
@@ -27,6 +24,7 @@ Kubectl = Callable[..., subprocess.CompletedProcess[str]]
 
 @pytest.fixture(scope="module")
 def kubectl(apiserver: testing.RunningServer, tmp_path_factory: pytest.TempPathFactory) -> Kubectl:
+    program = binaries.kubectl()
     home = tmp_path_factory.mktemp("kubectl-home")
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
@@ -38,7 +36,7 @@ def kubectl(apiserver: testing.RunningServer, tmp_path_factory: pytest.TempPathF
         *args: str, stdin: str | None = None, check: bool = True
     ) -> subprocess.CompletedProcess[str]:
         proc = subprocess.run(
-            ["kubectl", *args],
+            [program, *args],
             input=stdin,
             capture_output=True,
             text=True,
@@ -101,7 +99,9 @@ def test_apply_get_patch_wait_delete(kubectl: Kubectl) -> None:
         "-p", '{"metadata":{"finalizers":["example.com/hold"]}}',
     )  # fmt: skip
     deleted = kubectl("delete", "computedomain", "k1", "--wait=false").stdout
-    assert deleted.strip() == 'computedomain.resource.nvidia.com "k1" deleted'
+    assert (
+        deleted.strip() == 'computedomain.resource.nvidia.com "k1" deleted from default namespace'
+    )
     still = kubectl("get", "computedomain", "k1", "-o", "jsonpath={.metadata.deletionTimestamp}")
     assert still.stdout.strip()
     kubectl("patch", "computedomain", "k1", "--type=json",

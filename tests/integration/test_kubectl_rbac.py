@@ -1,11 +1,10 @@
 """kubectl against the embedded API server with RBAC on (and TLS, since kubectl sends tokens
-only over TLS): whoami, can-i, and the Forbidden message a ServiceAccount gets (skipped when
-kubectl is not installed)."""
+only over TLS): whoami, can-i, and the Forbidden message a ServiceAccount gets (kubectl from
+`make venv`)."""
 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,11 +12,9 @@ from pathlib import Path
 import pytest
 
 from computedomain_sim.apiserver import testing
+from tests import binaries
 
-pytestmark = [
-    pytest.mark.kubectl,
-    pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed"),
-]
+pytestmark = [pytest.mark.kubectl]
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +29,12 @@ def _kubectl(
     env = {"PATH": os.environ.get("PATH", "/usr/bin"), "HOME": str(home),
            "KUBECONFIG": str(srv.kubeconfig)}  # fmt: skip
     return subprocess.run(
-        ["kubectl", *args], capture_output=True, text=True, env=env, timeout=60, check=False
+        [binaries.kubectl(), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
     )
 
 

