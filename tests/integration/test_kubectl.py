@@ -229,3 +229,33 @@ def test_diff_and_server_dry_run(kubectl: Kubectl) -> None:
     assert dry.strip() == "computedomain.resource.nvidia.com/d2 created (server dry run)"
     gone = kubectl("get", "computedomain", "d2", check=False)
     assert gone.returncode == 1
+
+
+def test_server_side_apply_creates_then_conflicts(kubectl: Kubectl) -> None:
+    doc = yaml.safe_dump(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "ssa", "namespace": "default"},
+            "data": {"size": "1"},
+        }
+    )
+    created = kubectl("apply", "--server-side", "-f", "-", stdin=doc)
+    assert created.stdout.strip() == "configmap/ssa serverside-applied"
+    other = doc.replace('"1"', '"2"').replace("size: '1'", "size: '2'")
+    conflict = kubectl(
+        "apply", "--server-side", "--field-manager=other", "-f", "-", stdin=other, check=False
+    )
+    assert conflict.returncode == 1
+    assert 'conflict with "kubectl": .data.size' in conflict.stderr
+    forced = kubectl(
+        "apply", "--server-side", "--field-manager=other", "--force-conflicts", "-f", "-",
+        stdin=other,
+    )  # fmt: skip
+    assert forced.stdout.strip() == "configmap/ssa serverside-applied"
+    assert kubectl("get", "configmap", "ssa", "-o", "jsonpath={.data.size}").stdout == "2"
+    managers = kubectl(
+        "get", "configmap", "ssa", "--show-managed-fields",
+        "-o", "jsonpath={.metadata.managedFields[*].manager}",
+    ).stdout.split()  # fmt: skip
+    assert sorted(managers) == ["kubectl", "other"]

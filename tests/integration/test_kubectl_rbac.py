@@ -71,3 +71,22 @@ def test_whoami_can_i_and_forbidden(apiserver: testing.RunningServer, tmp_path: 
         ).stdout.strip()
         == "yes"
     )
+
+
+def test_as_runs_the_request_as_the_impersonated_user(
+    apiserver: testing.RunningServer, tmp_path: Path
+) -> None:
+    account = "system:serviceaccount:default:default"
+    can_i = _kubectl(
+        apiserver, tmp_path, "auth", "can-i", "create", "configmaps", f"--as={account}"
+    )
+    assert can_i.stdout.strip() == "no"
+    denied = _kubectl(apiserver, tmp_path, "get", "pods", "--as=nobody")
+    assert denied.returncode == 1
+    assert denied.stderr.strip() == (
+        'Error from server (Forbidden): pods is forbidden: User "nobody" cannot list resource '
+        '"pods" in API group "" in the namespace "default"'
+    )
+    whoami = _kubectl(apiserver, tmp_path, "auth", "whoami", "--as=nobody", "--as-group=devs")
+    assert "nobody" in whoami.stdout
+    assert "devs" in whoami.stdout
