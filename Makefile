@@ -46,7 +46,15 @@ KUBE_TOOLS := $(VENV)/bin/kubectl $(VENV)/bin/helm
 $(KUBE_TOOLS) &: constraints.txt .ci/kube_tools.py | $(STAMP)
 	$(PY) .ci/kube_tools.py
 
-venv: $(STAMP) $(KUBE_TOOLS)
+# The protobuf descriptors of the built-in Kubernetes kinds (the embedded API server decodes
+# client-go's protobuf bodies with them), compiled from the k8s.io/api Go module's .proto files
+# at the version pinned in protodescriptors.py; needs `go` (the Go module proxy) and grpcio-tools.
+PROTO_DESCRIPTORS := $(VENV)/share/computedomain-sim/k8s-api.pb
+$(PROTO_DESCRIPTORS): sim/computedomain_sim/apiserver/protodescriptors.py | $(STAMP)
+	@command -v go >/dev/null || { echo "error: go is required to build $@ (see README)"; exit 1; }
+	$(PY) -m computedomain_sim.apiserver.protodescriptors --out $@
+
+venv: $(STAMP) $(KUBE_TOOLS) $(PROTO_DESCRIPTORS)
 
 # Byte-compile our sources. pip compiles what it installs, but not an editable install's
 # sources, and where PYTHONDONTWRITEBYTECODE is set (as in many CI images) Python never caches

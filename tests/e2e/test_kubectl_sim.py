@@ -69,3 +69,27 @@ def test_kubectl_lists_the_domains_and_the_drivers_running_pods(sim_up: SimUp) -
     )
     assert logs.returncode == 0, logs.stderr
     assert logs.stdout.strip(), "the controller wrote nothing to its log"
+
+
+def test_a_job_created_with_kubectl_runs_to_completion(sim_up: SimUp) -> None:
+    created = kubectl(
+        sim_up.kubeconfig, "create", "job", "hello", "--image=busybox", "--", "sh", "-c", "exit 0"
+    )
+    assert created.returncode == 0, created.stderr
+    assert created.stdout.strip() == "job.batch/hello created"
+    waited = kubectl(
+        sim_up.kubeconfig, "wait", "--for=condition=complete", "job/hello", "--timeout=90s"
+    )
+    assert waited.returncode == 0, waited.stderr
+    assert waited.stdout.strip() == "job.batch/hello condition met"
+    shown = kubectl(sim_up.kubeconfig, "get", "job", "hello", "-o", "yaml")
+    job = yaml.safe_load(shown.stdout)
+    assert job["status"]["succeeded"] == 1
+    assert job["spec"]["selector"]["matchLabels"] == {
+        "batch.kubernetes.io/controller-uid": job["metadata"]["uid"]
+    }
+    pods = kubectl(
+        sim_up.kubeconfig, "get", "pods", "-l", "job-name=hello",
+        "-o", "jsonpath={.items[*].status.phase}",
+    )  # fmt: skip
+    assert pods.stdout.split() == ["Succeeded"]

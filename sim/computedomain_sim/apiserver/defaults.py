@@ -137,6 +137,43 @@ def crd(obj: Obj, create: bool) -> None:
     spec.setdefault("conversion", {"strategy": "None"})
 
 
+JOB_UID_LABELS = ("batch.kubernetes.io/controller-uid", "controller-uid")
+JOB_NAME_LABELS = ("batch.kubernetes.io/job-name", "job-name")
+
+
+def job(obj: Obj, create: bool) -> None:
+    """A Job's defaults and, unless ``spec.manualSelector``, its generated selector: the Job's
+    uid as a label of its pod template, as kube-apiserver's Job strategy adds on create."""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return
+    if "completions" not in spec and "parallelism" not in spec:
+        spec["completions"] = 1
+    spec.setdefault("parallelism", 1)
+    spec.setdefault("backoffLimit", 6)
+    spec.setdefault("completionMode", "NonIndexed")
+    spec.setdefault("suspend", False)
+    spec.setdefault("podReplacementPolicy", "TerminatingOrFailed")
+    spec.setdefault("manualSelector", False)
+    template = spec.setdefault("template", {})
+    if not isinstance(template, dict):
+        return
+    pod_spec(template.get("spec"))
+    meta = obj.get("metadata") or {}
+    if create and not spec.get("manualSelector") and meta.get("uid"):
+        template_meta = template.get("metadata")
+        if not isinstance(template_meta, dict):
+            template_meta = template["metadata"] = {}
+        labels = template_meta.get("labels")
+        if not isinstance(labels, dict):
+            labels = template_meta["labels"] = {}
+        for key in JOB_UID_LABELS:
+            labels[key] = meta["uid"]
+        for key in JOB_NAME_LABELS:
+            labels[key] = meta.get("name", "")
+        spec["selector"] = {"matchLabels": {JOB_UID_LABELS[0]: meta["uid"]}}
+
+
 def node(obj: Obj, create: bool) -> None:
     obj.setdefault("spec", {})
 
@@ -150,6 +187,7 @@ _BY_KIND: dict[tuple[str, str], Callable[[Obj, bool], None]] = {
     ("", "Pod"): pod,
     ("apps", "DaemonSet"): daemonset,
     ("apps", "Deployment"): deployment,
+    ("batch", "Job"): job,
     ("", "Namespace"): namespace,
     ("", "Secret"): secret,
     ("", "Node"): node,

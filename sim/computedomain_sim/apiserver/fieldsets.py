@@ -201,19 +201,19 @@ def changed(old: Any, new: Any, shape: Shape) -> tuple[FieldSet, FieldSet]:
             continue
         both = _granular(old_value, sub_shape) and _granular(new_value, sub_shape)
         if not both or type(old_value) is not type(new_value):
-            now = _member(new_value, sub_shape, item=item)
-            added[key] = now
-            gone = difference({key: _member(old_value, sub_shape, item=item)}, {key: now})
+            present = _member(new_value, sub_shape, item=item)
+            added[key] = present
+            gone = difference({key: _member(old_value, sub_shape, item=item)}, {key: present})
             if gone:
                 removed[key] = gone[key]
             continue
         sub_added, sub_removed = changed(old_value, new_value, sub_shape)
         was = _self_member(old_value, sub_shape, item)
-        now = _self_member(new_value, sub_shape, item)
-        node = _join(now and not was, sub_added)
+        is_ = _self_member(new_value, sub_shape, item)
+        node = _join(is_ and not was, sub_added)
         if node is not None:
             added[key] = node
-        node = _join(was and not now, sub_removed)
+        node = _join(was and not is_, sub_removed)
         if node is not None:
             removed[key] = node
     for key, (old_value, sub_shape) in old_children.items():

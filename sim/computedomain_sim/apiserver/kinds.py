@@ -67,6 +67,9 @@ BUILTINS: tuple[ResourceType, ...] = (
       generation=True, reset_status_on_create=True),
     R("apps", "v1", "deployments", "Deployment", True, ("deploy",), ("all",), ("status",),
       generation=True, reset_status_on_create=True),
+    # batch/v1
+    R("batch", "v1", "jobs", "Job", True, (), ("all",), ("status",), generation=True,
+      reset_status_on_create=True),
     # coordination.k8s.io/v1
     R("coordination.k8s.io", "v1", "leases", "Lease", True),
     # resource.k8s.io/v1

@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from .status import FieldCause, forbidden_field, invalid_value, required
+from .status import FieldCause, forbidden_field, invalid_value, not_supported, required
 from .validation import label_errors
 
 Obj = dict[str, Any]
@@ -126,6 +126,33 @@ def _selector_workload(new: Obj, old: Obj | None) -> list[FieldCause]:
     return causes
 
 
+def job(new: Obj, old: Obj | None) -> list[FieldCause]:
+    """A Job: a workload whose pods run to completion (restartPolicy OnFailure or Never), with a
+    pod template that cannot change once created."""
+    causes = _selector_workload(new, old)
+    spec = new.get("spec") if isinstance(new.get("spec"), dict) else {}
+    assert isinstance(spec, dict)
+    policy = ((spec.get("template") or {}).get("spec") or {}).get("restartPolicy")
+    if policy not in ("OnFailure", "Never"):
+        causes.append(
+            not_supported("spec.template.spec.restartPolicy", policy, ["OnFailure", "Never"])
+        )
+    for field in ("parallelism", "completions", "backoffLimit"):
+        value = spec.get(field)
+        if value is not None and (not isinstance(value, int) or value < 0):
+            causes.append(
+                invalid_value(f"spec.{field}", value, "must be greater than or equal to 0")
+            )
+    if old is not None:
+        old_spec = old.get("spec") or {}
+        if spec.get("template") != old_spec.get("template"):
+            causes.append(invalid_value("spec.template", "...", "field is immutable"))
+        if spec.get("completions") != old_spec.get("completions"):
+            value = spec.get("completions")
+            causes.append(invalid_value("spec.completions", value, "field is immutable"))
+    return causes
+
+
 def _immutable_spec(new: Obj, old: Obj | None) -> list[FieldCause]:
     if old is not None and new.get("spec") != old.get("spec"):
         return [invalid_value("spec", new.get("spec"), "field is immutable")]
@@ -181,6 +208,7 @@ CHECKS: dict[tuple[str, str], Check] = {
     ("", "Pod"): pod,
     ("apps", "DaemonSet"): _selector_workload,
     ("apps", "Deployment"): _selector_workload,
+    ("batch", "Job"): job,
     ("resource.k8s.io", "ResourceClaim"): _immutable_spec,
     ("resource.k8s.io", "ResourceClaimTemplate"): _immutable_spec,
     ("", "ConfigMap"): configmap,

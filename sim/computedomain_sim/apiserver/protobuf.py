@@ -1,249 +1,135 @@
-"""Decoding of Kubernetes protobuf request bodies for the few kinds kubectl sends that way.
+"""Decoding of Kubernetes protobuf request bodies, for every built-in kind.
 
-kubectl's typed clients (``kubectl create token|configmap|secret|namespace|serviceaccount``,
-``kubectl create role|clusterrole|rolebinding|clusterrolebinding``, ``kubectl auth
-whoami|can-i``, typed DeleteOptions) send ``application/vnd.kubernetes.protobuf`` bodies and
-do not fall back to JSON on a 415. This module turns such a body — the ``k8s\\0`` magic
-followed by a ``runtime.Unknown`` envelope — into the JSON dict the rest of the server
-handles, for the kinds in :data:`SCHEMAS` (field numbers from the Kubernetes
-``generated.proto`` files).
-Other kinds stay 415. Responses are always JSON (clients accept it). Called by :mod:`.wire`;
-pure; raises :class:`ProtobufError`.
+client-go's typed clients (kubectl's ``create``, ``run``, ``auth``, typed DeleteOptions, and any
+client-go program from v0.35 on) send ``application/vnd.kubernetes.protobuf`` bodies and do not
+fall back to JSON on a 415. A body is the ``k8s\\0`` magic and a ``runtime.Unknown`` envelope
+whose ``typeMeta`` names the kind; the message types come from the descriptors compiled at
+build time (:mod:`.protodescriptors`). The result is the JSON dict the rest of the server
+handles, written as Go's JSON encoding writes the same object: times as RFC 3339, quantities and
+int-or-strings as their scalars, embedded objects and ``fieldsV1`` as JSON, bytes as base64, and
+the empty strings of Go's non-pointer fields left out. Kinds outside ``k8s.io/api`` (custom
+resources) stay JSON-only. Called by :mod:`.wire`; raises :class:`ProtobufError`.
 """
 
 from __future__ import annotations
 
 import base64
 import datetime as dt
-from typing import Any
+import json
+from typing import Any, Final
 
-MAGIC = b"k8s\x00"
-MEDIA_TYPE = "application/vnd.kubernetes.protobuf"
+from google.protobuf import message_factory
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.message import DecodeError, Message
 
-# field number -> (json name, kind, sub-schema name)
-Schema = dict[int, tuple[str, str, str]]
+from . import protodescriptors
+
+MAGIC: Final = b"k8s\x00"
+MEDIA_TYPE: Final = "application/vnd.kubernetes.protobuf"
+_META: Final = "k8s.io.apimachinery.pkg.apis.meta.v1"
+_UNKNOWN: Final = "k8s.io.apimachinery.pkg.runtime.Unknown"
+# Kinds of meta.k8s.io that clients send as bodies, whatever apiVersion they name.
+_META_KINDS: Final = frozenset({"DeleteOptions", "CreateOptions", "PatchOptions", "UpdateOptions"})
+# Groups whose folder in k8s.io/api is not their first label.
+_GROUP_FOLDERS: Final = {"": "core", "internal.apiserver.k8s.io": "apiserverinternal"}
+# Go's non-pointer integer fields whose zero value JSON leaves out.
+_ZERO_OMITTED: Final = frozenset({f"{_META}.ObjectMeta.generation"})
 
 
 class ProtobufError(ValueError):
     pass
 
 
-_OBJECT_META: Schema = {
-    1: ("name", "string", ""),
-    2: ("generateName", "string", ""),
-    3: ("namespace", "string", ""),
-    5: ("uid", "string", ""),
-    6: ("resourceVersion", "string", ""),
-    7: ("generation", "int", ""),
-    8: ("creationTimestamp", "time", ""),
-    9: ("deletionTimestamp", "time", ""),
-    10: ("deletionGracePeriodSeconds", "int", ""),
-    11: ("labels", "map", "string"),
-    12: ("annotations", "map", "string"),
-    13: ("ownerReferences", "repeated", "OwnerReference"),
-    14: ("finalizers", "repeated", "string"),
-}
-
-SCHEMAS: dict[str, Schema] = {
-    "ObjectMeta": _OBJECT_META,
-    "OwnerReference": {
-        5: ("apiVersion", "string", ""),
-        1: ("kind", "string", ""),
-        3: ("name", "string", ""),
-        4: ("uid", "string", ""),
-        6: ("controller", "bool", ""),
-        7: ("blockOwnerDeletion", "bool", ""),
-    },
-    "ConfigMap": {
-        1: ("metadata", "message", "ObjectMeta"),
-        2: ("data", "map", "string"),
-        3: ("binaryData", "map", "bytes"),
-        4: ("immutable", "bool", ""),
-    },
-    "Secret": {
-        1: ("metadata", "message", "ObjectMeta"),
-        2: ("data", "map", "bytes"),
-        3: ("type", "string", ""),
-        4: ("stringData", "map", "string"),
-        5: ("immutable", "bool", ""),
-    },
-    "Namespace": {
-        1: ("metadata", "message", "ObjectMeta"),
-        2: ("spec", "message", "NamespaceSpec"),
-    },
-    "NamespaceSpec": {1: ("finalizers", "repeated", "string")},
-    "ServiceAccount": {
-        1: ("metadata", "message", "ObjectMeta"),
-        4: ("automountServiceAccountToken", "bool", ""),
-    },
-    "TokenRequest": {
-        1: ("metadata", "message", "ObjectMeta"),
-        2: ("spec", "message", "TokenRequestSpec"),
-    },
-    "TokenRequestSpec": {
-        1: ("audiences", "repeated", "string"),
-        4: ("expirationSeconds", "int", ""),
-        3: ("boundObjectRef", "message", "BoundObjectReference"),
-    },
-    "BoundObjectReference": {
-        1: ("kind", "string", ""),
-        2: ("apiVersion", "string", ""),
-        3: ("name", "string", ""),
-        4: ("uid", "string", ""),
-    },
-    "SelfSubjectReview": {1: ("metadata", "message", "ObjectMeta")},
-    "SelfSubjectAccessReview": {
-        1: ("metadata", "message", "ObjectMeta"),
-        2: ("spec", "message", "SelfSubjectAccessReviewSpec"),
-    },
-    "SelfSubjectAccessReviewSpec": {
-        1: ("resourceAttributes", "message", "ResourceAttributes"),
-        2: ("nonResourceAttributes", "message", "NonResourceAttributes"),
-    },
-    "ResourceAttributes": {
-        1: ("namespace", "string", ""),
-        2: ("verb", "string", ""),
-        3: ("group", "string", ""),
-        4: ("version", "string", ""),
-        5: ("resource", "string", ""),
-        6: ("subresource", "string", ""),
-        7: ("name", "string", ""),
-    },
-    "NonResourceAttributes": {1: ("path", "string", ""), 2: ("verb", "string", "")},
-    "Role": {1: ("metadata", "message", "ObjectMeta"), 2: ("rules", "repeated", "PolicyRule")},
-    "ClusterRole": {
-        1: ("metadata", "message", "ObjectMeta"),
-        2: ("rules", "repeated", "PolicyRule"),
-    },
-    "PolicyRule": {
-        1: ("verbs", "repeated", "string"),
-        2: ("apiGroups", "repeated", "string"),
-        3: ("resources", "repeated", "string"),
-        4: ("resourceNames", "repeated", "string"),
-        5: ("nonResourceURLs", "repeated", "string"),
-    },
-    "RoleBinding": {
-        1: ("metadata", "message", "ObjectMeta"),
-        2: ("subjects", "repeated", "Subject"),
-        3: ("roleRef", "message", "RoleRef"),
-    },
-    "ClusterRoleBinding": {
-        1: ("metadata", "message", "ObjectMeta"),
-        2: ("subjects", "repeated", "Subject"),
-        3: ("roleRef", "message", "RoleRef"),
-    },
-    "Subject": {
-        1: ("kind", "string", ""),
-        2: ("apiGroup", "string", ""),
-        3: ("name", "string", ""),
-        4: ("namespace", "string", ""),
-    },
-    "RoleRef": {
-        1: ("apiGroup", "string", ""),
-        2: ("kind", "string", ""),
-        3: ("name", "string", ""),
-    },
-    "DeleteOptions": {
-        1: ("gracePeriodSeconds", "int", ""),
-        2: ("preconditions", "message", "Preconditions"),
-        3: ("orphanDependents", "bool", ""),
-        4: ("propagationPolicy", "string", ""),
-        5: ("dryRun", "repeated", "string"),
-    },
-    "Preconditions": {1: ("uid", "string", ""), 2: ("resourceVersion", "string", "")},
-    "Time": {1: ("seconds", "int", ""), 2: ("nanos", "int", "")},
-    "Unknown": {1: ("typeMeta", "message", "RuntimeTypeMeta"), 2: ("raw", "raw", "")},
-    "RuntimeTypeMeta": {1: ("apiVersion", "string", ""), 2: ("kind", "string", "")},
-}
+def _message_name(api_version: str, kind: str) -> str:
+    if kind in _META_KINDS:
+        return f"{_META}.{kind}"
+    group, _, version = api_version.rpartition("/")
+    folder = _GROUP_FOLDERS.get(group, group.split(".", 1)[0])
+    return f"k8s.io.api.{folder}.{version}.{kind}"
 
 
-def _varint(data: bytes, pos: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        if pos >= len(data) or shift > 63:
-            msg = "truncated varint"
-            raise ProtobufError(msg)
-        b = data[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return result, pos
-        shift += 7
+def _parse(descriptor: Descriptor, data: bytes) -> Message:
+    cls = message_factory.GetMessageClass(descriptor)
+    msg: Message = cls()
+    try:
+        msg.ParseFromString(data)
+    except DecodeError as exc:
+        text = f"malformed protobuf body: {exc}"
+        raise ProtobufError(text) from None
+    return msg
 
 
-def _fields(data: bytes) -> list[tuple[int, int, Any]]:
-    """(field number, wire type, value) triples of one message."""
-    out = []
-    pos = 0
-    while pos < len(data):
-        key, pos = _varint(data, pos)
-        number, wire = key >> 3, key & 7
-        value: Any
-        if wire == 0:
-            value, pos = _varint(data, pos)
-        elif wire == 2:
-            length, pos = _varint(data, pos)
-            if pos + length > len(data):
-                msg = "truncated field"
-                raise ProtobufError(msg)
-            value, pos = data[pos : pos + length], pos + length
-        elif wire == 1:
-            value, pos = data[pos : pos + 8], pos + 8
-        elif wire == 5:
-            value, pos = data[pos : pos + 4], pos + 4
-        else:
-            msg = f"unsupported wire type {wire}"
-            raise ProtobufError(msg)
-        out.append((number, wire, value))
-    return out
+def _time(seconds: int, nanos: int, *, micro: bool) -> str | None:
+    if not seconds and not nanos:
+        return None  # Go's zero time, which JSON writes as null
+    moment = dt.datetime.fromtimestamp(seconds, dt.UTC) + dt.timedelta(microseconds=nanos // 1000)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ" if micro else "%Y-%m-%dT%H:%M:%SZ")
 
 
-def _scalar(kind: str, value: Any) -> Any:
-    if kind == "string":
-        return bytes(value).decode()
-    if kind == "bytes":
-        return base64.b64encode(bytes(value)).decode()
-    if kind == "bool":
-        return bool(value)
-    if kind == "int":
-        return value - (1 << 64) if value >= 1 << 63 else value
+def _duration(nanos: int) -> str:
+    """Go's ``time.Duration`` text (``1h0m5s``, ``300ms``)."""
+    if nanos == 0:
+        return "0s"
+    sign, nanos = ("-", -nanos) if nanos < 0 else ("", nanos)
+    if nanos < 1_000_000_000:
+        for unit, size in (("ms", 1_000_000), ("µs", 1_000), ("ns", 1)):
+            if nanos >= size:
+                return f"{sign}{nanos / size:g}{unit}"
+    hours, rest = divmod(nanos, 3_600_000_000_000)
+    minutes, rest = divmod(rest, 60_000_000_000)
+    seconds = f"{rest / 1e9:.9f}".rstrip("0").rstrip(".")
+    if hours:
+        return f"{sign}{hours}h{minutes}m{seconds}s"
+    if minutes:
+        return f"{sign}{minutes}m{seconds}s"
+    return f"{sign}{seconds}s"
+
+
+def _special(msg: Any) -> tuple[bool, Any]:
+    """(handled, value) for the apimachinery types whose JSON form is not an object."""
+    name = msg.DESCRIPTOR.full_name
+    if name in (f"{_META}.Time", f"{_META}.MicroTime"):
+        return True, _time(msg.seconds, msg.nanos, micro=name.endswith("MicroTime"))
+    if name == f"{_META}.Duration":
+        return True, _duration(msg.duration)
+    if name == "k8s.io.apimachinery.pkg.util.intstr.IntOrString":
+        return True, msg.strVal if msg.type == 1 else msg.intVal
+    if name == "k8s.io.apimachinery.pkg.api.resource.Quantity":
+        return True, msg.string
+    if name in ("k8s.io.apimachinery.pkg.runtime.RawExtension", f"{_META}.FieldsV1"):
+        raw = msg.raw if name.endswith("RawExtension") else msg.Raw
+        return True, json.loads(raw) if raw else None
+    return False, None
+
+
+def _scalar(field: FieldDescriptor, value: Any) -> Any:
+    if field.type == FieldDescriptor.TYPE_BYTES:
+        return base64.b64encode(value).decode("ascii")
+    if field.type == FieldDescriptor.TYPE_MESSAGE:
+        return to_json(value)
     return value
 
 
-def decode_message(data: bytes, schema_name: str) -> dict[str, Any]:
-    schema = SCHEMAS[schema_name]
+def to_json(msg: Any) -> Any:
+    """One decoded message as Go's JSON encoding writes the same value."""
+    handled, value = _special(msg)
+    if handled:
+        return value
     out: dict[str, Any] = {}
-    for number, _wire, value in _fields(data):
-        spec = schema.get(number)
-        if spec is None:
-            continue
-        name, kind, sub = spec
-        if kind == "message":
-            decoded = decode_message(value, sub)
-            out[name] = _time(decoded) if sub == "Time" else decoded
-        elif kind == "time":
-            out[name] = _time(decode_message(value, "Time"))
-        elif kind == "map":
-            entry = {n: v for n, _w, v in _fields(value)}
-            out.setdefault(name, {})[_scalar("string", entry.get(1, b""))] = _scalar(
-                sub, entry.get(2, b"")
-            )
-        elif kind == "repeated":
-            item = decode_message(value, sub) if sub in SCHEMAS else _scalar(sub, value)
-            out.setdefault(name, []).append(item)
-        elif kind == "raw":
-            out[name] = bytes(value)
+    for field, raw in msg.ListFields():
+        if field.message_type is not None and field.message_type.GetOptions().map_entry:
+            value_field = field.message_type.fields_by_name["value"]
+            out[field.name] = {k: _scalar(value_field, v) for k, v in raw.items()}
+        elif field.is_repeated:
+            out[field.name] = [_scalar(field, item) for item in raw]
         else:
-            scalar = _scalar(kind, value)
-            # Go always encodes its non-pointer fields; JSON omits their zero values.
-            if scalar != "" and not (name == "generation" and scalar == 0):
-                out[name] = scalar
+            value = _scalar(field, raw)
+            if value is None or value == "":
+                continue
+            if value == 0 and field.full_name in _ZERO_OMITTED:
+                continue
+            out[field.name] = value
     return out
-
-
-def _time(t: dict[str, Any]) -> str:
-    moment = dt.datetime.fromtimestamp(int(t.get("seconds", 0)), dt.UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def decode(body: bytes) -> dict[str, Any]:
@@ -252,16 +138,17 @@ def decode(body: bytes) -> dict[str, Any]:
         msg = "missing the k8s protobuf prefix"
         raise ProtobufError(msg)
     try:
-        unknown = decode_message(body[len(MAGIC) :], "Unknown")
-        type_meta = unknown.get("typeMeta") or {}
-        kind = str(type_meta.get("kind", ""))
-        if kind not in SCHEMAS or kind in ("ObjectMeta", "Unknown", "Time"):
-            msg = f"protobuf bodies of kind {kind or '(none)'!r} are not supported; send JSON"
-            raise ProtobufError(msg)
-        obj = decode_message(unknown.get("raw", b""), kind)
-    except (UnicodeDecodeError, KeyError, IndexError) as exc:
-        msg = f"malformed protobuf body: {exc}"
+        pool = protodescriptors.load()
+    except protodescriptors.DescriptorsMissing as exc:
+        raise ProtobufError(str(exc)) from None
+    unknown: Any = _parse(pool.FindMessageTypeByName(_UNKNOWN), body[len(MAGIC) :])
+    api_version, kind = unknown.typeMeta.apiVersion, unknown.typeMeta.kind
+    try:
+        descriptor = pool.FindMessageTypeByName(_message_name(api_version, kind))
+    except KeyError:
+        msg = f"protobuf bodies of kind {kind or '(none)'!r} are not supported; send JSON"
         raise ProtobufError(msg) from None
-    obj["apiVersion"] = type_meta.get("apiVersion", "")
+    obj = to_json(_parse(descriptor, unknown.raw))
+    obj["apiVersion"] = api_version
     obj["kind"] = kind
-    return obj
+    return dict(obj)

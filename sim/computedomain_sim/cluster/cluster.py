@@ -40,6 +40,7 @@ from computedomain_sim.apiserver import rbac_usage
 from computedomain_sim.apiserver.server import EmbeddedApiServer
 from computedomain_sim.controllers.daemonset_controller import DaemonSetController
 from computedomain_sim.controllers.deployment_controller import DeploymentController
+from computedomain_sim.controllers.job_controller import JobController
 from computedomain_sim.controllers.podgc import PodGarbageCollector
 from computedomain_sim.controllers.resourceclaim_controller import ResourceClaimController
 from computedomain_sim.kubelet import isolation
@@ -190,6 +191,7 @@ class SimCluster:
             "scheduler": Scheduler,
             "daemonset-controller": DaemonSetController,
             "deployment-controller": DeploymentController,
+            "job-controller": JobController,
             "resourceclaim-controller": ResourceClaimController,
             "pod-garbage-collector": PodGarbageCollector,
         }

@@ -1,10 +1,13 @@
-"""Decoding the Kubernetes protobuf bodies kubectl's typed clients send."""
+"""Decoding the Kubernetes protobuf bodies client-go's typed clients send, for any built-in kind
+(hand-encoded bytes, and messages encoded by the protobuf runtime from the same descriptors)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from computedomain_sim.apiserver import protobuf
+from computedomain_sim.apiserver import protobuf, protodescriptors
 
 
 def _varint(n: int) -> bytes:
@@ -67,11 +70,109 @@ def test_delete_options_keep_zero_grace_period() -> None:
     ("body", "message"),
     [
         (b"{}", "missing the k8s protobuf prefix"),
-        (_envelope("apps/v1", "Deployment", b""), "'Deployment' are not supported"),
-        (protobuf.MAGIC + b"\x0a\xff", "truncated"),
+        (
+            _envelope("resource.nvidia.com/v1beta1", "ComputeDomain", b""),
+            "'ComputeDomain' are not supported",
+        ),
+        (protobuf.MAGIC + b"\x0a\xff", "malformed protobuf body"),
     ],
     ids=["json", "unsupported-kind", "truncated"],
 )
 def test_errors(body: bytes, message: str) -> None:
     with pytest.raises(protobuf.ProtobufError, match=message):
         protobuf.decode(body)
+
+
+def _encoded(api_version: str, kind: str, fields: dict[str, Any]) -> bytes:
+    from google.protobuf import json_format, message_factory
+
+    pool = protodescriptors.load()
+    name = protobuf._message_name(api_version, kind)
+    msg = message_factory.GetMessageClass(pool.FindMessageTypeByName(name))()
+    json_format.ParseDict(fields, msg)
+    return _envelope(api_version, kind, msg.SerializeToString())
+
+
+def test_a_job_as_kubectl_create_job_sends_it() -> None:
+    body = _encoded(
+        "batch/v1",
+        "Job",
+        {
+            "metadata": {"name": "hello", "creationTimestamp": {}},
+            "spec": {
+                "backoffLimit": 0,
+                "template": {
+                    "metadata": {"creationTimestamp": {}},
+                    "spec": {
+                        "restartPolicy": "Never",
+                        "containers": [
+                            {
+                                "name": "hello",
+                                "image": "busybox",
+                                "command": ["sh", "-c", "exit 0"],
+                                "resources": {"limits": {"cpu": {"string": "500m"}}},
+                                "ports": [{"containerPort": 80}],
+                            }
+                        ],
+                    },
+                },
+            },
+            "status": {},
+        },
+    )
+    assert protobuf.decode(body) == {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "hello"},
+        "spec": {
+            "backoffLimit": 0,
+            "template": {
+                "metadata": {},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [
+                        {
+                            "name": "hello",
+                            "image": "busybox",
+                            "command": ["sh", "-c", "exit 0"],
+                            "resources": {"limits": {"cpu": "500m"}},
+                            "ports": [{"containerPort": 80}],
+                        }
+                    ],
+                },
+            },
+        },
+        "status": {},
+    }
+
+
+def test_special_types_take_their_json_form() -> None:
+    body = _encoded(
+        "apps/v1",
+        "Deployment",
+        {
+            "metadata": {
+                "name": "d",
+                "creationTimestamp": {"seconds": 1800000000},
+                "managedFields": [{"manager": "m", "fieldsV1": {"Raw": "eyJmOmEiOnt9fQ=="}}],
+            },
+            "spec": {
+                "replicas": 0,
+                "strategy": {"rollingUpdate": {"maxSurge": {"type": 1, "strVal": "25%"}}},
+            },
+        },
+    )
+    obj = protobuf.decode(body)
+    assert obj["metadata"]["creationTimestamp"] == "2027-01-15T08:00:00Z"
+    assert obj["metadata"]["managedFields"] == [{"manager": "m", "fieldsV1": {"f:a": {}}}]
+    assert obj["spec"]["replicas"] == 0, "a pointer field set to zero is kept"
+    assert obj["spec"]["strategy"] == {"rollingUpdate": {"maxSurge": "25%"}}
+
+
+@pytest.mark.parametrize(
+    ("nanos", "text"),
+    [(0, "0s"), (300_000_000, "300ms"), (5_000_000_000, "5s"), (3_605_000_000_000, "1h0m5s"),
+     (90_500_000_000, "1m30.5s")],
+)  # fmt: skip
+def test_durations_print_as_go_prints_them(nanos: int, text: str) -> None:
+    assert protobuf._duration(nanos) == text
