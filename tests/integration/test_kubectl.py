@@ -259,3 +259,16 @@ def test_server_side_apply_creates_then_conflicts(kubectl: Kubectl) -> None:
         "-o", "jsonpath={.metadata.managedFields[*].manager}",
     ).stdout.split()  # fmt: skip
     assert sorted(managers) == ["kubectl", "other"]
+
+
+def test_create_service_and_job_as_protobuf(kubectl: Kubectl) -> None:
+    made = kubectl("create", "service", "clusterip", "web", "--tcp=80:8080")
+    assert made.stdout.strip() == "service/web created"
+    address = kubectl("get", "service", "web", "-o", "jsonpath={.spec.clusterIP}").stdout
+    assert address.startswith("10.")
+    ports = kubectl("get", "service", "web", "-o", "jsonpath={.spec.ports[0].targetPort}").stdout
+    assert ports == "8080"
+    job = kubectl("create", "job", "batch-job", "--image=busybox", "--", "true")
+    assert job.stdout.strip() == "job.batch/batch-job created"
+    selector = kubectl("get", "job", "batch-job", "-o", "jsonpath={.spec.selector.matchLabels}")
+    assert "batch.kubernetes.io/controller-uid" in selector.stdout

@@ -11,17 +11,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import crds, defaults, kindvalidation, objects, status
+from . import crds, defaults, kindvalidation, objects, services, status
 from .registry import ResourceType
 from .state import ApiState
 from .validation import validate_metadata, validate_metadata_update
 
 
 def mutate(
-    state: ApiState, rt: ResourceType, obj: dict[str, Any], *, create: bool
+    state: ApiState,
+    rt: ResourceType,
+    obj: dict[str, Any],
+    *,
+    create: bool,
+    old: dict[str, Any] | None = None,
 ) -> tuple[dict[str, Any], list[str]]:
     """Defaulted and pruned object, and the paths of unknown fields that were dropped."""
     defaults.apply_defaults(rt.group, rt.kind, obj, create=create)
+    if _is_service(rt):
+        services.defaults(obj)
+        services.allocate(state, obj, old)
     if rt.group == "apiextensions.k8s.io" and rt.kind == "CustomResourceDefinition":
         crds.prepare_crd(obj, create=create, now=objects.rfc3339(state.clock()))
     if not rt.custom:
@@ -32,6 +40,10 @@ def mutate(
     unknown: list[str] = []
     pruned = schema.prune(obj, unknown=unknown)
     return schema.default(pruned), unknown
+
+
+def _is_service(rt: ResourceType) -> bool:
+    return not rt.custom and rt.group == "" and rt.kind == "Service"
 
 
 def validate(
@@ -50,6 +62,8 @@ def validate(
         causes += validate_metadata_update(obj, old)
     if not rt.custom and not status_only:
         causes += kindvalidation.validate(rt.group, rt.kind, obj, old)
+    if _is_service(rt) and not status_only:
+        causes += services.validate(state, obj, old)
     if rt.custom:
         schema = state.schemas.get((rt.group, rt.version, rt.plural))
         if schema is not None:

@@ -61,6 +61,7 @@ BUILTINS: tuple[ResourceType, ...] = (
     R("", "v1", "events", "Event", True, ("ev",), selectable_fields=_EVENT_FIELDS),
     R("", "v1", "serviceaccounts", "ServiceAccount", True, ("sa",), subresources=("token",)),
     R("", "v1", "configmaps", "ConfigMap", True, ("cm",)),
+    R("", "v1", "services", "Service", True, ("svc",), ("all",), ("status",)),
     R("", "v1", "secrets", "Secret", True, selectable_fields=("type",)),
     # apps/v1
     R("apps", "v1", "daemonsets", "DaemonSet", True, ("ds",), ("all",), ("status",),

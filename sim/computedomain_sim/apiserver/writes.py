@@ -310,7 +310,7 @@ def replace(
     meta.pop("generation", None)
     if "generation" in om:
         meta["generation"] = om["generation"]
-    obj, unknown = admission.mutate(state, rt, obj, create=False)
+    obj, unknown = admission.mutate(state, rt, obj, create=False, old=old)
     meta = obj["metadata"]  # mutation may have produced new dicts
     warnings = _field_validation(rt, unknown, field_validation)
     if "generation" in om and objects.spec_view(rt, obj) != objects.spec_view(rt, old):
