@@ -93,3 +93,33 @@ def test_a_job_created_with_kubectl_runs_to_completion(sim_up: SimUp) -> None:
         "-o", "jsonpath={.items[*].status.phase}",
     )  # fmt: skip
     assert pods.stdout.split() == ["Succeeded"]
+
+
+STATEFUL_SET = """\
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: ranks, namespace: default}
+spec:
+  replicas: 2
+  serviceName: ranks
+  selector: {matchLabels: {app: ranks}}
+  template:
+    metadata: {labels: {app: ranks}}
+    spec:
+      containers:
+        - name: rank
+          image: busybox
+          command: [sh, -c, "trap 'exit 0' TERM; while :; do sleep 1; done"]
+"""
+
+
+def test_a_stateful_set_rolls_out_its_ordinals(sim_up: SimUp) -> None:
+    created = kubectl(sim_up.kubeconfig, "apply", "-f", "-", stdin=STATEFUL_SET)
+    assert created.returncode == 0, created.stderr
+    rolled = kubectl(sim_up.kubeconfig, "rollout", "status", "statefulset/ranks", "--timeout=90s")
+    assert rolled.returncode == 0, rolled.stderr
+    names = kubectl(
+        sim_up.kubeconfig, "get", "pods", "-l", "app=ranks",
+        "-o", "jsonpath={.items[*].metadata.name}",
+    )  # fmt: skip
+    assert sorted(names.stdout.split()) == ["ranks-0", "ranks-1"]

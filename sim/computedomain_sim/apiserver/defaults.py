@@ -137,6 +137,20 @@ def crd(obj: Obj, create: bool) -> None:
     spec.setdefault("conversion", {"strategy": "None"})
 
 
+def statefulset(obj: Obj, create: bool) -> None:
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return
+    spec.setdefault("replicas", 1)
+    spec.setdefault("podManagementPolicy", "OrderedReady")
+    spec.setdefault("updateStrategy", {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}})
+    spec.setdefault("revisionHistoryLimit", 10)
+    spec.setdefault(
+        "persistentVolumeClaimRetentionPolicy", {"whenDeleted": "Retain", "whenScaled": "Retain"}
+    )
+    _template(obj)
+
+
 JOB_UID_LABELS = ("batch.kubernetes.io/controller-uid", "controller-uid")
 JOB_NAME_LABELS = ("batch.kubernetes.io/job-name", "job-name")
 
@@ -187,6 +201,7 @@ _BY_KIND: dict[tuple[str, str], Callable[[Obj, bool], None]] = {
     ("", "Pod"): pod,
     ("apps", "DaemonSet"): daemonset,
     ("apps", "Deployment"): deployment,
+    ("apps", "StatefulSet"): statefulset,
     ("batch", "Job"): job,
     ("", "Namespace"): namespace,
     ("", "Secret"): secret,

@@ -68,6 +68,8 @@ BUILTINS: tuple[ResourceType, ...] = (
       generation=True, reset_status_on_create=True),
     R("apps", "v1", "deployments", "Deployment", True, ("deploy",), ("all",), ("status",),
       generation=True, reset_status_on_create=True),
+    R("apps", "v1", "statefulsets", "StatefulSet", True, ("sts",), ("all",), ("status",),
+      generation=True, reset_status_on_create=True),
     # batch/v1
     R("batch", "v1", "jobs", "Job", True, (), ("all",), ("status",), generation=True,
       reset_status_on_create=True),

@@ -208,6 +208,7 @@ CHECKS: dict[tuple[str, str], Check] = {
     ("", "Pod"): pod,
     ("apps", "DaemonSet"): _selector_workload,
     ("apps", "Deployment"): _selector_workload,
+    ("apps", "StatefulSet"): _selector_workload,
     ("batch", "Job"): job,
     ("resource.k8s.io", "ResourceClaim"): _immutable_spec,
     ("resource.k8s.io", "ResourceClaimTemplate"): _immutable_spec,

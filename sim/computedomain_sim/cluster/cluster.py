@@ -43,6 +43,7 @@ from computedomain_sim.controllers.deployment_controller import DeploymentContro
 from computedomain_sim.controllers.job_controller import JobController
 from computedomain_sim.controllers.podgc import PodGarbageCollector
 from computedomain_sim.controllers.resourceclaim_controller import ResourceClaimController
+from computedomain_sim.controllers.statefulset_controller import StatefulSetController
 from computedomain_sim.kubelet import isolation
 from computedomain_sim.kubelet.ips import AddressBlock
 from computedomain_sim.kubelet.kubelet import Kubelet, KubeletSettings
@@ -192,6 +193,7 @@ class SimCluster:
             "daemonset-controller": DaemonSetController,
             "deployment-controller": DeploymentController,
             "job-controller": JobController,
+            "statefulset-controller": StatefulSetController,
             "resourceclaim-controller": ResourceClaimController,
             "pod-garbage-collector": PodGarbageCollector,
         }
