@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from computedomain.api import featuregates
 from computedomain.api.errors import ConfigError
-from computedomain.controller import flags as controller_flags
+from computedomain.controller import config as controller_config
 from computedomain.kubeletplugin import config as plugin_config
 from tests.faults import settings as suite
 
@@ -90,10 +90,10 @@ def test_the_controller_configuration(text: str) -> None:
     err = io.StringIO()
     with contextlib.redirect_stderr(err):
         if not isinstance(expected, ConfigError):
-            assert controller_flags.parse([], env).controller.features == expected
+            assert controller_config.load([], env).controller.features == expected
             return
         with pytest.raises(SystemExit) as caught:
-            controller_flags.parse([], env)
+            controller_config.load([], env)
     assert caught.value.code == 2
     assert str(expected) in err.getvalue()
     assert "Traceback" not in err.getvalue()
@@ -117,7 +117,7 @@ def run_program(name: str, env: dict[str, str], tmp_path: Path) -> subprocess.Co
 @pytest.mark.parametrize(
     ("program", "env", "code"),
     [
-        ("cd-kubelet-plugin", {"NODE_NAME": "node-1"}, 1),
+        ("cd-kubelet-plugin", {"NODE_NAME": "node-1"}, 2),
         ("cd-controller", CONTROLLER_ENV, 2),
     ],
 )
