@@ -215,6 +215,11 @@ def render() -> str:
         "Durations use Go syntax (`300ms`, `15s`, `2m`, `1h30m`). Every default path is the "
         "production path and every path is overridable.",
         "",
+        "A value that does not parse, a required setting that is missing, or a value the "
+        "program refuses stops it at start with exit status 2, its usage line and a message "
+        "naming the setting as `--flag/VARIABLE` and the reason, the same in all three "
+        "programs. `--help` and `--version` print and exit 0.",
+        "",
     ]
     for program in PROGRAMS:
         lines.extend(_program_section(program))

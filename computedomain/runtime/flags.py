@@ -223,7 +223,7 @@ class FlagSet:
             else:
                 self._parser.add_argument(
                     *option.flags, dest=option.dest, default=None,
-                    metavar=option.metavar or option.dest.upper(), help=self._help(option),
+                    metavar=option.metavar or option.env, help=self._help(option),
                 )  # fmt: skip
 
     def parse(
