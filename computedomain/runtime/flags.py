@@ -106,9 +106,9 @@ def string_list(value: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in value.split(",") if part.strip())
 
 
-def _check_flag(_: Option, attribute: attrs.Attribute[Any], value: str) -> None:
+def _check_flag(_: Option, __: attrs.Attribute[Any], value: str) -> None:
     if not value.startswith("--"):
-        msg = f"{attribute.name} {value!r} must start with --"
+        msg = f"flag {value!r} must start with --"
         raise ValueError(msg)
 
 
@@ -118,7 +118,7 @@ def _check_env(option: Option, _: attrs.Attribute[Any], value: str) -> None:
         raise ValueError(msg)
 
 
-def _check_aliases(_: Option, attribute: attrs.Attribute[Any], value: tuple[str, ...]) -> None:
+def _check_aliases(_: Option, __: attrs.Attribute[Any], value: tuple[str, ...]) -> None:
     for name in value:
         if not name.startswith("-"):
             msg = f"flag alias {name!r} must start with -"
@@ -309,9 +309,6 @@ class FlagSet:
             }
             for o in self.options
         ]
-
-    def format_help(self) -> str:
-        return self._parser.format_help()
 
     @staticmethod
     def _help(option: Option) -> str:
