@@ -5,15 +5,14 @@ each documented in its help text. Every flag has an environment twin
 (:mod:`computedomain.runtime.flags`), and the configuration reference is generated from
 :data:`OPTIONS`. :func:`resolve` checks the parsed values and builds one frozen
 :class:`ProgramConfig`; everything below ``main`` receives its :class:`ControllerConfig` and
-never reads the environment. The value parsers here are pure and raise
+never reads the environment. The values are checked by the pure parsers of
+:mod:`~computedomain.controller.settingvalues`, which raise
 :class:`~computedomain.api.errors.ConfigError` naming the setting, so a bad value stops the
 program at start (status 2) with a message a user can act on.
 """
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Mapping, Sequence
 from typing import Final
 
@@ -22,6 +21,7 @@ import attrs
 import computedomain
 from computedomain.api import featuregates, names, validation
 from computedomain.api.errors import ConfigError
+from computedomain.controller import settingvalues
 from computedomain.runtime import flags
 from computedomain.runtime.flags import Option, Values
 
@@ -30,37 +30,6 @@ DEFAULT_STATUS_COALESCE_WINDOW: Final = 0.25
 DEFAULT_STATUS_COALESCE_MAX_WINDOW: Final = 2.0  # upstream polls status every 2 s
 DEFAULT_CLEANUP_INTERVAL: Final = 600.0  # upstream's orphan-cleanup period (10 min)
 DEFAULT_RESYNC_PERIOD: Final = 600.0  # upstream's informer resync (10 min)
-
-# The daemon's policy selectors (its --index-policy / --dns-name-policy), forwarded when set.
-ENV_INDEX_POLICY: Final = "INDEX_POLICY"
-ENV_DNS_NAME_POLICY: Final = "DNS_NAME_POLICY"
-# Variables the rendered daemon container already has (from the DaemonSet or CDI): the policy
-# environment may not replace them.
-RESERVED_DAEMON_ENV: Final = frozenset(
-    {
-        names.ENV_LOG_VERBOSITY,
-        names.ENV_MAX_NODES_PER_IMEX_DOMAIN,
-        names.ENV_NODE_NAME,
-        names.ENV_POD_IP,
-        names.ENV_POD_UID,
-        names.ENV_POD_NAME,
-        names.ENV_POD_NAMESPACE,
-        names.ENV_NVIDIA_VISIBLE_DEVICES,
-        names.ENV_FEATURE_GATES,
-        names.ENV_CLIQUE_ID,
-        names.ENV_COMPUTE_DOMAIN_UUID,
-        names.ENV_COMPUTE_DOMAIN_NAME,
-        names.ENV_COMPUTE_DOMAIN_NAMESPACE,
-        ENV_INDEX_POLICY,
-        ENV_DNS_NAME_POLICY,
-    }
-)
-
-# Kubernetes resource quantities: a signed decimal with an optional suffix (SI, binary, exponent).
-_QUANTITY = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+|[numkMGTPE]|[KMGTPE]i)?")
-_RESOURCE_NAME = re.compile(r"([a-z0-9.-]+/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
-_RESOURCE_SECTIONS: Final = frozenset({"requests", "limits"})
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @attrs.frozen
@@ -104,144 +73,7 @@ class ControllerConfig:
     @property
     def managed_namespaces(self) -> tuple[str, ...]:
         """The driver namespace first, then each additional one once (controller.md §1.5)."""
-        return unique((self.daemon.namespace, *self.additional_namespaces))
-
-
-def unique(items: tuple[str, ...]) -> tuple[str, ...]:
-    """``items`` without repeats, first occurrence kept. Pure."""
-    return tuple(dict.fromkeys(items))
-
-
-def parse_pull_secrets(text: str) -> tuple[str, ...]:
-    """``CD_DAEMON_IMAGE_PULL_SECRET_NAMES``: commas and whitespace both separate. Pure.
-
-    Upstream trims the value, turns commas into spaces and splits on whitespace; each name must
-    be a valid Secret name.
-    """
-    found = text.replace(",", " ").split()
-    for name in found:
-        validation.dns1123_subdomain("CD_DAEMON_IMAGE_PULL_SECRET_NAMES", name)
-    return unique(tuple(found))
-
-
-def parse_namespaces(text: str) -> tuple[str, ...]:
-    """``ADDITIONAL_NAMESPACES``: comma-separated, items trimmed, empty items skipped. Pure."""
-    found = tuple(item.strip() for item in text.split(",") if item.strip())
-    for name in found:
-        validation.dns1123_label("ADDITIONAL_NAMESPACES", name)
-    return unique(found)
-
-
-def parse_resources(text: str, field: str = "CD_DAEMON_RESOURCES") -> dict[str, dict[str, str]]:
-    """Daemon container resources from ``cpu=100m,memory=64Mi`` or JSON. Pure.
-
-    The ``key=value`` form and a flat JSON object give requests; a JSON object with ``requests``
-    and/or ``limits`` gives both. Empty text gives no resources (upstream's DaemonSet has none).
-    Raises ConfigError naming ``field`` for bad syntax, names or quantities.
-    """
-    text = text.strip()
-    if not text:
-        return {}
-    sections: dict[str, object]
-    if text.startswith(("{", "[")):
-        try:
-            loaded = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(field, f"invalid JSON: {exc.msg} at column {exc.colno}") from exc
-        if not isinstance(loaded, dict):
-            raise ConfigError(field, "must be a JSON object")
-        if loaded and set(loaded) <= _RESOURCE_SECTIONS:
-            sections = dict(loaded)
-        else:
-            sections = {"requests": loaded}
-    else:
-        pairs: dict[str, str] = {}
-        for item in text.split(","):
-            if not item.strip():
-                continue
-            key, sep, value = item.partition("=")
-            if not sep:
-                raise ConfigError(field, f"{item.strip()!r} is not name=quantity")
-            pairs[key.strip()] = value.strip()
-        sections = {"requests": pairs}
-    result: dict[str, dict[str, str]] = {}
-    for section, values in sections.items():
-        if not isinstance(values, dict):
-            raise ConfigError(field, f"{section} must be an object of name: quantity")
-        checked: dict[str, str] = {}
-        for key, value in values.items():
-            quantity = str(value).strip()
-            if not _RESOURCE_NAME.fullmatch(str(key)):
-                raise ConfigError(field, f"{key!r} is not a resource name")
-            if not _QUANTITY.fullmatch(quantity):
-                raise ConfigError(field, f"{key}: {quantity!r} is not a resource quantity")
-            checked[str(key)] = quantity
-        if checked:
-            result[section] = checked
-    return result
-
-
-def parse_policy_name(field: str, text: str) -> str:
-    """A policy name to forward (``INDEX_POLICY``, ``DNS_NAME_POLICY``); empty: none. Pure.
-
-    Which names exist is known where the plugins are loaded (the daemon refuses an unknown one
-    at start, listing the valid ones); here only the shape is checked: no whitespace or control
-    characters, which no policy name has and which would not survive the environment.
-    """
-    name = text.strip()
-    if any(ch.isspace() or not ch.isprintable() for ch in name):
-        raise ConfigError(field, f"{name!r} is not a policy name (no spaces or control characters)")
-    return name
-
-
-def parse_policy_env(text: str, field: str = "CD_DAEMON_POLICY_ENV") -> tuple[tuple[str, str], ...]:
-    """The daemons' policy settings from ``NAME=value,...`` or a JSON object of strings. Pure.
-
-    Items are trimmed and empty ones skipped; the JSON form allows commas in values. A name must
-    be an environment variable name and must not be one the DaemonSet or CDI already sets
-    (:data:`RESERVED_DAEMON_ENV`, the policy selectors included: they have settings of their
-    own), nor appear twice. Raises ConfigError naming ``field``.
-    """
-    text = text.strip()
-    pairs: list[tuple[str, str]] = []
-    if text.startswith("{"):
-        try:
-            loaded = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(field, f"invalid JSON: {exc.msg} at column {exc.colno}") from exc
-        if not isinstance(loaded, dict) or not all(isinstance(v, str) for v in loaded.values()):
-            raise ConfigError(field, "must be a JSON object of strings")
-        pairs = [(str(k), v) for k, v in loaded.items()]
-    elif text:
-        for item in text.split(","):
-            if not item.strip():
-                continue
-            key, sep, value = item.partition("=")
-            if not sep:
-                raise ConfigError(field, f"{item.strip()!r} is not NAME=value")
-            pairs.append((key.strip(), value.strip()))
-    seen: set[str] = set()
-    for key, _value in pairs:
-        if not _ENV_NAME.fullmatch(key):
-            raise ConfigError(field, f"{key!r} is not an environment variable name")
-        if key in RESERVED_DAEMON_ENV:
-            raise ConfigError(field, f"{key} is set by the DaemonSet itself")
-        if key in seen:
-            raise ConfigError(field, f"{key} is given twice")
-        seen.add(key)
-    return tuple(pairs)
-
-
-def check_positive(field: str, value: float) -> None:
-    """Raise ConfigError unless ``value`` > 0."""
-    if not value > 0:
-        raise ConfigError(field, f"must be greater than 0, got {value}")
-
-
-def check_non_negative(field: str, value: float) -> None:
-    """Raise ConfigError if ``value`` < 0."""
-    if value < 0:
-        raise ConfigError(field, f"must not be negative, got {value}")
+        return settingvalues.unique((self.daemon.namespace, *self.additional_namespaces))
 
 
 PROG: Final = "cd-controller"
@@ -357,14 +189,14 @@ OPTIONS: Final = (
     ),
     Option(
         "--index-policy",
-        ENV_INDEX_POLICY,
+        settingvalues.ENV_INDEX_POLICY,
         default="",
         help="the daemons' index policy, by name (their INDEX_POLICY; e.g. stable-hash from a "
         "plugin); empty: not set, the daemon's lowest-free (ours)",
     ),
     Option(
         "--dns-name-policy",
-        ENV_DNS_NAME_POLICY,
+        settingvalues.ENV_DNS_NAME_POLICY,
         default="",
         help="the daemons' DNS-name policy, by name (their DNS_NAME_POLICY; e.g. suffix from a "
         "plugin); empty: not set, the daemon's upstream (ours)",
@@ -421,18 +253,18 @@ def resolve(values: Values) -> ProgramConfig:
         raise ConfigError("LOG_VERBOSITY_CD_DAEMON", "must be between 0 and 10")
     if not 0 <= values.v <= 10:
         raise ConfigError("-v", "must be between 0 and 10")
-    check_positive("MAX_NODES_PER_IMEX_DOMAIN", values.max_nodes_per_imex_domain)
-    check_positive("KUBE_API_QPS", values.kube_api_qps)
-    check_positive("KUBE_API_BURST", values.kube_api_burst)
-    check_positive("WORKERS", values.workers)
-    check_non_negative("STATUS_COALESCE_WINDOW", values.status_coalesce_window)
+    settingvalues.check_positive("MAX_NODES_PER_IMEX_DOMAIN", values.max_nodes_per_imex_domain)
+    settingvalues.check_positive("KUBE_API_QPS", values.kube_api_qps)
+    settingvalues.check_positive("KUBE_API_BURST", values.kube_api_burst)
+    settingvalues.check_positive("WORKERS", values.workers)
+    settingvalues.check_non_negative("STATUS_COALESCE_WINDOW", values.status_coalesce_window)
     if values.status_coalesce_max_window < values.status_coalesce_window:
         raise ConfigError(
             "STATUS_COALESCE_MAX_WINDOW",
             f"must not be below STATUS_COALESCE_WINDOW ({values.status_coalesce_window}s),"
             f" got {values.status_coalesce_max_window}s",
         )
-    check_positive("CLEANUP_INTERVAL", values.cleanup_interval)
+    settingvalues.check_positive("CLEANUP_INTERVAL", values.cleanup_interval)
     priority = values.cd_daemon_priority_class_name.strip()
     if priority:
         validation.dns1123_subdomain("CD_DAEMON_PRIORITY_CLASS_NAME", priority)
@@ -444,18 +276,24 @@ def resolve(values: Values) -> ProgramConfig:
         log_verbosity=values.log_verbosity_cd_daemon,
         max_nodes_per_imex_domain=values.max_nodes_per_imex_domain,
         feature_gates=features.render(),
-        image_pull_secrets=parse_pull_secrets(values.cd_daemon_image_pull_secret_names),
+        image_pull_secrets=settingvalues.parse_pull_secrets(
+            values.cd_daemon_image_pull_secret_names
+        ),
         priority_class_name=priority,
-        resources=parse_resources(values.cd_daemon_resources),
+        resources=settingvalues.parse_resources(values.cd_daemon_resources),
         command=values.daemon_command.strip(),
-        index_policy=parse_policy_name(ENV_INDEX_POLICY, values.index_policy),
-        dns_name_policy=parse_policy_name(ENV_DNS_NAME_POLICY, values.dns_name_policy),
-        policy_env=parse_policy_env(values.cd_daemon_policy_env),
+        index_policy=settingvalues.parse_policy_name(
+            settingvalues.ENV_INDEX_POLICY, values.index_policy
+        ),
+        dns_name_policy=settingvalues.parse_policy_name(
+            settingvalues.ENV_DNS_NAME_POLICY, values.dns_name_policy
+        ),
+        policy_env=settingvalues.parse_policy_env(values.cd_daemon_policy_env),
     )
     controller = ControllerConfig(
         daemon=daemon,
         features=features,
-        additional_namespaces=parse_namespaces(values.additional_namespaces),
+        additional_namespaces=settingvalues.parse_namespaces(values.additional_namespaces),
         workers=values.workers,
         status_coalesce_window=values.status_coalesce_window,
         status_coalesce_max_window=values.status_coalesce_max_window,
@@ -497,7 +335,7 @@ def _check_timings(election: LeaderElection) -> None:
         ("LEADER_ELECTION_RENEW_DEADLINE", election.renew_deadline),
         ("LEADER_ELECTION_RETRY_PERIOD", election.retry_period),
     ):
-        check_positive(field, value)
+        settingvalues.check_positive(field, value)
     if election.lease_duration <= election.renew_deadline:
         raise ConfigError(
             "LEADER_ELECTION_LEASE_DURATION", "must be longer than LEADER_ELECTION_RENEW_DEADLINE"
