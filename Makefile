@@ -27,9 +27,8 @@ system-deps:
 	  else echo "error: install python3-venv and python3-pip (see README)"; exit 1; fi; }
 
 # Editable installs in setuptools' "compat" mode: a .pth line that puts the source tree on
-# sys.path. The default mode installs an import hook per project instead, and loading the four
-# hooks (with pathlib, re and typing) was 5-6 ms of every Python process the simulation starts,
-# the daemons' exec probes (one per second per forming daemon) among them.
+# sys.path, the plainest way for a checkout's projects to be importable (the default mode
+# installs an import hook per project instead).
 EDITABLE := --config-settings editable_mode=compat
 $(STAMP): pyproject.toml sim/pyproject.toml constraints.txt $(PLUGINS) | system-deps
 	$(PYTHON) -m venv $(VENV)
@@ -58,9 +57,8 @@ venv: $(STAMP) $(KUBE_TOOLS) $(PROTO_DESCRIPTORS)
 
 # Byte-compile our sources. pip compiles what it installs, but not an editable install's
 # sources, and where PYTHONDONTWRITEBYTECODE is set (as in many CI images) Python never caches
-# them: every process recompiles the package as it imports it. A simulated cluster starts
-# dozens of processes (plugins, daemons, probes, CLIs), so this was a third of their start-up
-# CPU. Up-to-date files are skipped, so it costs a second when nothing changed.
+# them: every process recompiles the package as it imports it, and a simulated cluster starts
+# dozens of processes (plugins, daemons, probes, CLIs). Up-to-date files are skipped.
 bytecode: venv
 	$(PY) -m compileall -q -j 0 computedomain sim/computedomain_sim $(dir $(PLUGINS)) >/dev/null
 

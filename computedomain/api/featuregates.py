@@ -6,57 +6,34 @@ passes it down; nothing reads a global. Parsing follows Kubernetes component-bas
 skipped (so Helm's trailing comma is fine), booleans as Go's ``strconv.ParseBool`` accepts them,
 unknown names rejected. ``AllAlpha``/``AllBeta`` switch every alpha/beta gate that is not set
 explicitly. The controller hands its full gate map to the daemons, sorted, as ``Name=bool,``.
-
-:class:`Gate` and :class:`Features` are tuples with named fields, not attrs classes like the
-other models, and :class:`Stage` is plain strings, not an enum: ``cd-imex-daemon check``, the
-daemon pods' exec probe (a fresh process every second per pod while a domain forms), validates
-``FEATURE_GATES`` as ``run`` does, and importing attrs was a third of that process's CPU;
-``typing`` (for ``NamedTuple``) and ``enum`` were another 12 ms.
 """
 
 from __future__ import annotations
 
+import enum
+from collections.abc import Mapping
+from typing import Final
+
+import attrs
+
 from computedomain.api.errors import ConfigError
 
-TYPE_CHECKING = False  # typing's constant, not its import (see the module docstring)
-if TYPE_CHECKING:
-    from collections.abc import Mapping
-    from typing import Final
 
-
-class Stage:
+class Stage(enum.StrEnum):
     """A gate's maturity, spelled as upstream's registry spells it."""
 
-    ALPHA: Final = "Alpha"
-    BETA: Final = "Beta"
-    GA: Final = "GA"
+    ALPHA = "Alpha"
+    BETA = "Beta"
+    GA = "GA"
 
 
-class Gate(tuple[str, bool, str]):
-    """One known gate: ``name``, ``default``, ``stage`` (a :class:`Stage` value). Immutable."""
+@attrs.frozen
+class Gate:
+    """One known gate."""
 
-    __slots__ = ()
-
-    def __new__(cls, name: str, default: bool, stage: str) -> Gate:
-        return super().__new__(cls, (name, default, stage))
-
-    def __getnewargs__(self) -> tuple[str, bool, str]:  # copy and pickle call __new__ so
-        return (self[0], self[1], self[2])
-
-    @property
-    def name(self) -> str:
-        return self[0]
-
-    @property
-    def default(self) -> bool:
-        return self[1]
-
-    @property
-    def stage(self) -> str:
-        return self[2]
-
-    def __repr__(self) -> str:
-        return f"Gate(name={self[0]!r}, default={self[1]!r}, stage={self[2]!r})"
+    name: str
+    default: bool
+    stage: Stage
 
 
 COMPUTE_DOMAIN_CLIQUES: Final = "ComputeDomainCliques"
@@ -100,23 +77,11 @@ _TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
 _FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False"})
 
 
-class Features(tuple["Mapping[str, bool]"]):
-    """The resolved value of every known gate (immutable). Build it with :func:`parse`."""
+@attrs.frozen
+class Features:
+    """The resolved value of every known gate. Build it with :func:`parse`."""
 
-    __slots__ = ()
-
-    def __new__(cls, values: Mapping[str, bool]) -> Features:
-        return super().__new__(cls, (values,))
-
-    def __getnewargs__(self) -> tuple[Mapping[str, bool]]:  # copy and pickle call __new__ so
-        return (self[0],)
-
-    @property
-    def values(self) -> Mapping[str, bool]:
-        return self[0]
-
-    def __repr__(self) -> str:
-        return f"Features(values={self[0]!r})"
+    values: Mapping[str, bool]
 
     def enabled(self, name: str) -> bool:
         if name not in self.values:

@@ -66,6 +66,12 @@ def dumps(obj: Any) -> bytes:
     return bytes(memoryview(out))
 
 
+def canonical(obj: Any) -> bytes:
+    """The canonical JSON of ``obj``, for checksums: keys sorted, no spaces, ASCII only (the
+    standard library's encoder, whose spelling of floats a checksum depends on)."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
+
+
 def copy(obj: Any) -> Any:
     """A deep copy of JSON values (dicts, lists, strings, numbers, booleans, None), exact:
     integers beyond 64 bits stay integers (the round trip goes through ``json`` then)."""

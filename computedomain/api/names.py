@@ -9,9 +9,7 @@ functions only.
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing's constant, not its import: the daemon's probe loads this module
-if TYPE_CHECKING:
-    from typing import Final
+from typing import Final
 
 # --- API group, versions, kinds ----------------------------------------------------------------
 

@@ -8,54 +8,31 @@ All functions are pure and raise :class:`~computedomain.api.errors.ConfigError` 
 
 from __future__ import annotations
 
+import re
+
 from computedomain.api.errors import ConfigError
 
-TYPE_CHECKING = False  # typing's constant, not its import (see below)
-if TYPE_CHECKING:
-    import re
-
-# The patterns are compiled on first use, not at import: the daemon's probe, a fresh process
-# every second per forming daemon, loads this module for clique_id alone, which needs no
-# regular expression, and importing ``re`` was 6 ms of its CPU.
-_PATTERNS = {
-    # A single path component: starts alphanumeric, then letters, digits, '.', '_' or '-'.
-    # No separators, no NUL, never '.' or '..', bounded so it fits any filesystem's NAME_MAX.
-    "safe component": r"[A-Za-z0-9][A-Za-z0-9._-]{0,252}",
-    "dns1123 label": r"[a-z0-9]([-a-z0-9]*[a-z0-9])?",
-    "dns1123 subdomain": r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*",
-    "label value": r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?",
-}
-_COMPILED: dict[str, re.Pattern[str]] = {}
+# A single path component: starts alphanumeric, then letters, digits, '.', '_' or '-'. No
+# separators, no NUL, never '.' or '..', bounded so it fits any filesystem's NAME_MAX.
+_SAFE_COMPONENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,252}")
+_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
 # The clique ID is "<cluster UUID>.<clique id>" (NVML), or "" on nodes without NVLink fabric:
 # 36 characters of hex digits and '-', a '.', 1 to 10 ASCII digits.
-_UUID_CHARS = frozenset("0123456789abcdefABCDEF-")
-_DIGITS = frozenset("0123456789")
-
-
-def _matches(pattern: str, value: str) -> bool:
-    compiled = _COMPILED.get(pattern)
-    if compiled is None:
-        import re  # noqa: PLC0415 -- see _PATTERNS
-
-        compiled = _COMPILED[pattern] = re.compile(_PATTERNS[pattern])
-    return compiled.fullmatch(value) is not None
+_CLIQUE_ID = re.compile(r"[0-9a-fA-F-]{36}\.[0-9]{1,10}")
 
 
 def is_clique_id(value: str) -> bool:
     """Whether ``value`` is ``<cluster UUID>.<clique id>`` (see above). Pure."""
-    return (
-        38 <= len(value) <= 47
-        and value[36] == "."
-        and set(value[:36]) <= _UUID_CHARS
-        and set(value[37:]) <= _DIGITS
-    )
+    return _CLIQUE_ID.fullmatch(value) is not None
 
 
 def safe_path_component(field: str, value: str) -> str:
     """Return ``value`` if it can be used as one path component; else raise ConfigError."""
     if not value:
         raise ConfigError(field, "must not be empty")
-    if not _matches("safe component", value) or set(value) == {"."}:
+    if not _SAFE_COMPONENT.fullmatch(value) or set(value) == {"."}:
         raise ConfigError(
             field,
             f"{value!r} is not a single safe path component "
@@ -67,21 +44,21 @@ def safe_path_component(field: str, value: str) -> str:
 
 def dns1123_label(field: str, value: str) -> str:
     """Return ``value`` if it is a DNS-1123 label (63 characters at most)."""
-    if len(value) > 63 or not _matches("dns1123 label", value):
+    if len(value) > 63 or not _DNS1123_LABEL.fullmatch(value):
         raise ConfigError(field, f"{value!r} is not a valid DNS-1123 label")
     return value
 
 
 def dns1123_subdomain(field: str, value: str) -> str:
     """Return ``value`` if it is a DNS-1123 subdomain (object names of most kinds)."""
-    if len(value) > 253 or not _matches("dns1123 subdomain", value):
+    if len(value) > 253 or not _DNS1123_SUBDOMAIN.fullmatch(value):
         raise ConfigError(field, f"{value!r} is not a valid DNS-1123 subdomain")
     return value
 
 
 def label_value(field: str, value: str) -> str:
     """Return ``value`` if it is a valid Kubernetes label value (may be empty)."""
-    if len(value) > 63 or not _matches("label value", value):
+    if len(value) > 63 or not _LABEL_VALUE.fullmatch(value):
         raise ConfigError(field, f"{value!r} is not a valid label value")
     return value
 

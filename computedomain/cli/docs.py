@@ -4,11 +4,11 @@
 ``--check`` exits 1 when the file differs from what the declarations give (the test suite does
 the same, so a flag added without regenerating the reference fails the build).
 
-Sources: each program's :class:`~computedomain.runtime.flags.FlagSet` — the kubelet plugin's
-``config.flag_set()`` (plus the upstream aliases its ``config.OPTIONS`` accept), the
-controller's ``flags.OPTIONS``, the daemon's ``main.flagset()`` — and the ``computedomain``
-command's own argparse parser. A program whose package is not installed yet is listed as such
-rather than skipped silently; one whose declarations fail to import raises.
+Sources: each program's :class:`~computedomain.runtime.flags.FlagSet`, its
+``config.flag_set()`` (every flag and variable of each setting, upstream's other names
+included), and the ``computedomain`` command's own argparse parser. A program whose package
+is not installed yet is listed as such rather than skipped silently; one whose declarations
+fail to import raises.
 """
 
 from __future__ import annotations
@@ -74,66 +74,46 @@ def _default(row: dict[str, Any]) -> str:
     return str(value)
 
 
-def rows_of(flag_set: flags.FlagSet, aliases: dict[str, Row] | None = None) -> list[Row]:
-    """One row per declared option; ``aliases`` (by canonical flag) add the other names."""
-    out = []
-    for row in flag_set.describe():
-        alias = (aliases or {}).get(row["flag"])
-        out.append(
-            Row(
-                flags=alias.flags if alias else (row["flag"],),
-                envs=alias.envs if alias else (row["env"],),
-                default=_default(row),
-                help=str(row["help"]),
-            )
+def rows_of(flag_set: flags.FlagSet) -> list[Row]:
+    """One row per declared option, with all its flags and variables."""
+    return [
+        Row(
+            flags=tuple(row["flags"]),
+            envs=tuple(row["envs"]),
+            default=_default(row),
+            help=str(row["help"]),
         )
-    return out
+        for row in flag_set.describe()
+    ]
 
 
-def _with_klog_v(rows: list[Row]) -> list[Row]:
-    """Both programs also take klog's ``-v N`` for ``--v N`` (they rewrite argv first)."""
-    return [attrs.evolve(r, flags=("-v", *r.flags)) if r.flags == ("--v",) else r for r in rows]
-
-
-def _controller_rows(module: Any) -> list[Row]:
-    return _with_klog_v(rows_of(flags.FlagSet(module.PROG, module.OPTIONS)))
-
-
-def _daemon_rows(module: Any) -> list[Row]:
-    return _with_klog_v(rows_of(module.flagset()))
-
-
-def _plugin_rows(module: Any) -> list[Row]:
-    aliases = {
-        next(f for f in o.flags if f.startswith("--")): Row(o.flags, o.env, "", "")
-        for o in module.OPTIONS
-    }
-    return rows_of(module.flag_set(), aliases)
+def _rows(module: Any) -> list[Row]:
+    return rows_of(module.flag_set())
 
 
 PROGRAMS: Final = (
     Program(
         "cd-controller",
         "compute-domain-controller",
-        "computedomain.controller.flags",
+        "computedomain.controller.config",
         "One per cluster (Deployment, leader-elected when replicated).",
-        _controller_rows,
+        _rows,
     ),
     Program(
         "cd-kubelet-plugin",
         "compute-domain-kubelet-plugin",
         "computedomain.kubeletplugin.config",
         "One per GPU node (DaemonSet).",
-        _plugin_rows,
+        _rows,
     ),
     Program(
         "cd-imex-daemon",
         "compute-domain-daemon",
-        "computedomain.daemon.main",
+        "computedomain.daemon.config",
         "One per node per ComputeDomain (the controller's DaemonSet); sub-commands `run` and "
         "`check`. The controller sets these variables in the DaemonSet it renders; the kubelet "
         "plugin injects the domain's identity through CDI.",
-        _daemon_rows,
+        _rows,
     ),
 )
 
@@ -234,6 +214,11 @@ def render() -> str:
         "and variables keep their names and defaults; ours are marked in their description. "
         "Durations use Go syntax (`300ms`, `15s`, `2m`, `1h30m`). Every default path is the "
         "production path and every path is overridable.",
+        "",
+        "A value that does not parse, a required setting that is missing, or a value the "
+        "program refuses stops it at start with exit status 2, its usage line and a message "
+        "naming the setting as `--flag/VARIABLE` and the reason, the same in all three "
+        "programs. `--help` and `--version` print and exit 0.",
         "",
     ]
     for program in PROGRAMS:

@@ -1,25 +1,23 @@
 """``cd-controller``: flags in, parts wired, run until a signal or the end of leadership.
 
-Wiring only (style rule 2): parse the settings (:mod:`~.flags`), set up logging, connect to the
+Wiring only (style rule 2): parse the settings (:mod:`~.config`), set up logging, connect to the
 API server, build the :class:`~.controller.Controller`, its event recorder, metrics and HTTP
 endpoint, and run them under one :class:`~computedomain.runtime.supervisor.Supervisor`. With
 leader election on, the controller runs only while this replica holds the Lease (identity
 ``<pod>-<uuid4>``), the Lease is released on exit, and the process exits after losing it, so
 each term starts from fresh state (controller.md §1.4). Exit status: 0 after a signal or the
-end of leadership, 1 on a fatal error, 2 on bad settings.
+end of leadership, 1 on a fatal error, 2 on bad settings (:func:`~.config.load`).
 """
 
 from __future__ import annotations
 
-import sys
 import uuid
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-import computedomain
-from computedomain.controller import flags
-from computedomain.controller.flags import ProgramConfig
-from computedomain.runtime import gcstartup, logs, supervisor, tlsstartup
+from computedomain.controller import config
+from computedomain.controller.config import ProgramConfig
+from computedomain.runtime import logs, supervisor
 
 if TYPE_CHECKING:
     from computedomain.controller.controller import Controller
@@ -36,19 +34,16 @@ def identity(pod_name: str) -> str:
 
 async def run(config: ProgramConfig) -> int:
     """Wire and run every part until a stop (0); raises FatalError when a critical part fails."""
-    # Imported here, after the settings were checked: the Kubernetes client takes seconds to
-    # import, and a bad setting (or --help) should answer at once. The garbage collector is
-    # paused meanwhile (computedomain.runtime.gcstartup), and the trust store is read only if a
-    # connection needs it (computedomain.runtime.tlsstartup).
-    with gcstartup.paused(), tlsstartup.deferred():
-        from prometheus_client import CollectorRegistry  # noqa: PLC0415
+    # Imported here, after the settings were checked: the Kubernetes client takes a while to
+    # import, and a bad setting (or --help) should answer at once.
+    from prometheus_client import CollectorRegistry  # noqa: PLC0415
 
-        from computedomain.controller.controller import Controller  # noqa: PLC0415
-        from computedomain.controller.metrics import ControllerMetrics  # noqa: PLC0415
-        from computedomain.kube.client import ClientConfig, connect  # noqa: PLC0415
-        from computedomain.kube.events import EventRecorder  # noqa: PLC0415
-        from computedomain.kube.leaderelection import LeaderElector  # noqa: PLC0415
-        from computedomain.runtime.httpserver import HttpServer  # noqa: PLC0415
+    from computedomain.controller.controller import Controller  # noqa: PLC0415
+    from computedomain.controller.metrics import ControllerMetrics  # noqa: PLC0415
+    from computedomain.kube.client import ClientConfig, connect  # noqa: PLC0415
+    from computedomain.kube.events import EventRecorder  # noqa: PLC0415
+    from computedomain.kube.leaderelection import LeaderElector  # noqa: PLC0415
+    from computedomain.runtime.httpserver import HttpServer  # noqa: PLC0415
 
     api = await connect(
         ClientConfig(
@@ -109,23 +104,19 @@ def _readiness(controller: Controller, elector: LeaderElector | None) -> Callabl
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The console script's entry point; returns the exit status."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    if "--version" in args:  # upstream's flag (no -v alias: -v is the verbosity)
-        print(computedomain.__version__)
-        return 0
-    config = flags.parse(args)
-    logs.setup(config.verbosity, COMPONENT)
+    settings = config.load(argv)
+    logs.setup(settings.verbosity, COMPONENT)
     _log.info(
         "starting",
-        namespace=config.controller.driver_namespace,
-        namespaces=",".join(config.controller.managed_namespaces),
-        gates=config.controller.daemon.feature_gates,
-        leader_election=config.leader_election is not None,
-        workers=config.controller.workers,
+        namespace=settings.controller.driver_namespace,
+        namespaces=",".join(settings.controller.managed_namespaces),
+        gates=settings.controller.daemon.feature_gates,
+        leader_election=settings.leader_election is not None,
+        workers=settings.controller.workers,
     )
-    if config.pprof_path:
+    if settings.pprof_path:
         _log.warning("PPROF_PATH is accepted for compatibility but serves nothing (Go only)")
-    return supervisor.run(lambda: run(config))
+    return supervisor.run(lambda: run(settings))
 
 
 if __name__ == "__main__":

@@ -18,7 +18,8 @@ from typing import Any, Final
 
 from computedomain.api import names
 from computedomain.api.models import ComputeDomain
-from computedomain.controller.config import ENV_DNS_NAME_POLICY, ENV_INDEX_POLICY, DaemonSettings
+from computedomain.controller.config import DaemonSettings
+from computedomain.controller.settingvalues import ENV_DNS_NAME_POLICY, ENV_INDEX_POLICY
 
 RESOURCE_API_VERSION: Final = "resource.k8s.io/v1"
 APPS_API_VERSION: Final = "apps/v1"

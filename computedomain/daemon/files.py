@@ -8,8 +8,7 @@ callers use ``to_thread``.
 Both files are written without fsync: the daemon renders them from its settings and the clique
 at every start, before ``nvidia-imex`` starts, and a power loss or a kernel crash (the only
 events an fsync protects against) reboots the node and so restarts the daemon pod, which
-rewrites them. A reader never sees a partial file either way (the swap is atomic). An fsync of
-each was 0.6 ms on an idle disk here and more while a domain forms, on every node at once.
+rewrites them. A reader never sees a partial file either way (the rename is atomic).
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from computedomain.api import names
 from computedomain.api.errors import ConfigError
+from computedomain.daemon import files
 
 NODES_FIELD = "IMEXDaemonNodesConfigPath"
 BIND_IP_FIELD = "IMEXCmdBindInterfaceIP"
@@ -76,10 +77,6 @@ def write_config(imexd_dir: Path, *, pod_ip: str) -> Path:
         cmd_bind_ip=pod_ip,
     )
     config_path = imexd_dir / names.IMEXD_CONFIG
-    # Imported here: ``parse`` is on the readiness probe's path (the nvidia-imex-ctl stand-in,
-    # a process per probe), which must not pay for the file helpers' asyncio.
-    from computedomain.daemon.files import atomic_write  # noqa: PLC0415
-
     # Not fsynced (computedomain.daemon.files): rendered again at every start of the daemon.
-    atomic_write(config_path, text.encode(), durable=False)
+    files.atomic_write(config_path, text.encode(), durable=False)
     return config_path

@@ -4,7 +4,7 @@ Called by :mod:`computedomain.daemon.main`; wires :mod:`~computedomain.daemon.as
 registration and file-keeping parts), the :class:`~computedomain.daemon.keeper.ImexKeeper` and
 the pod events under one :class:`~computedomain.runtime.supervisor.Supervisor`. Order:
 
-1. validate; pick the mode and the policies (unknown names fail here, exit 1);
+1. (settings and policies checked by :mod:`~computedomain.daemon.main`: exit 2); pick the mode;
 2. label the own pod with the clique ID (fatal on failure); with no clique ID, idle until
    SIGTERM (no-op mode);
 3. render ``imexd.cfg``, write the mode's static files;
@@ -19,7 +19,6 @@ import asyncio
 import sys
 from collections.abc import Awaitable, Callable
 
-from computedomain.api.errors import ConfigError
 from computedomain.daemon import hostconflict, imexconfig, modes, pod
 from computedomain.daemon.assembly import assemble
 from computedomain.daemon.config import DaemonConfig
@@ -41,28 +40,25 @@ log = logs.get_logger(__name__)
 DEREGISTER_WITHIN = 10.0  # upstream's fresh shutdown deadline (daemon.md §9)
 
 
-async def prepare(config: DaemonConfig) -> tuple[Api, modes.Mode, registry.Policies]:
-    """Validation, policies and the API client: everything that may fail before the workers
-    start (exit 1 with ``Error: ...``). Raises ConfigError, ClientConfigError, ApiError."""
-    config.validate_run()
+async def prepare(config: DaemonConfig) -> tuple[Api, modes.Mode]:
+    """The mode, the API client and the pod label: everything that may fail before the
+    workers start (exit 1 with ``Error: ...``). Raises ClientConfigError, ApiError."""
     mode = modes.select(config.features)
-    policies = registry.load()
-    policies.index.get(config.index_policy)
-    policies.dns_names.get(config.dns_name_policy)
     api = await connect(ClientConfig(kubeconfig=config.kubeconfig, user_agent=COMPONENT))
     try:
         await pod.label_patiently(api, config.identity())
     except BaseException:
         await api.close()
         raise
-    return api, mode, policies
+    return api, mode
 
 
-async def main(config: DaemonConfig) -> int:
-    """``run`` from start to exit code: 1 with ``Error: ...`` on stderr when it cannot start."""
+async def main(config: DaemonConfig, policies: registry.Policies) -> int:
+    """``run`` from start to exit code, with the settings and policies checked by ``main``: 1
+    with ``Error: ...`` on stderr when it cannot start."""
     try:
-        api, mode, policies = await prepare(config)
-    except (ConfigError, ClientConfigError, ApiError) as exc:
+        api, mode = await prepare(config)
+    except (ClientConfigError, ApiError) as exc:
         print(f"Error: {exc}", file=sys.stderr)
         return 1
     return await run(config, api, mode, policies)

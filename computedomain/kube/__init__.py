@@ -16,7 +16,3 @@ Where things are (import modules whole: ``from computedomain.kube import rest``)
 - :mod:`.mutationcache` — ``MutationCache``; :mod:`.leaderelection` — ``LeaderElector``;
 - :mod:`.events` — ``EventRecorder``; :mod:`.eventcorrelator` — its de-dup and spam filter.
 """
-
-from computedomain.kube import officialclient
-
-officialclient.install()

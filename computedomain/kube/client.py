@@ -13,9 +13,7 @@ Sources, first match wins:
 3. in-cluster configuration — the pod's service-account token and CA, again via
    ``kubernetes.aio.config`` (which re-reads the rotated token).
 
-Nothing found raises :class:`ClientConfigError` saying what was looked for. Each loader is
-imported when its source is chosen: the kubeconfig loader brings PyYAML and the exec and OIDC
-providers, which an in-cluster program (every pod in production) never uses.
+Nothing found raises :class:`ClientConfigError` saying what was looked for.
 
 For a plain ``http://`` server (the embedded API server, a local proxy) the client is built
 without a TLS context: the official REST client creates one in its constructor whatever the
@@ -32,7 +30,7 @@ import urllib.request
 
 import aiohttp
 import attrs
-import kubernetes.aio.config.config_exception as aio_config_exception
+from kubernetes.aio import config as aio_config
 from kubernetes.aio.client.configuration import Configuration
 from kubernetes.aio.client.rest import RESTClientObject
 
@@ -84,10 +82,8 @@ async def load_configuration(config: ClientConfig) -> Configuration:
         if not await asyncio.to_thread(os.path.isfile, config.kubeconfig):
             msg = f"kubeconfig file {config.kubeconfig!r} does not exist"
             raise ClientConfigError(msg)
-        import kubernetes.aio.config.kube_config as aio_kube_config  # noqa: PLC0415
-
         try:
-            await aio_kube_config.load_kube_config(  # type: ignore[no-untyped-call]
+            await aio_config.load_kube_config(  # type: ignore[no-untyped-call]
                 config_file=config.kubeconfig,
                 context=config.context,
                 client_configuration=configuration,
@@ -97,11 +93,9 @@ async def load_configuration(config: ClientConfig) -> Configuration:
             msg = f"cannot use kubeconfig {config.kubeconfig!r}: {exc}"
             raise ClientConfigError(msg) from exc
     elif os.environ.get(_SERVICE_HOST) and os.environ.get(_SERVICE_PORT):
-        import kubernetes.aio.config.incluster_config as aio_incluster  # noqa: PLC0415
-
         try:
-            aio_incluster.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-        except (aio_config_exception.ConfigException, OSError) as exc:
+            aio_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+        except (aio_config.ConfigException, OSError) as exc:
             msg = f"in-cluster configuration failed: {exc}"
             raise ClientConfigError(msg) from exc
     else:

@@ -7,10 +7,8 @@ session, TLS, proxy) with the credentials of its ``Configuration`` (``auth_setti
 refreshes a rotated or expiring token), builds paths itself from
 :class:`~computedomain.kube.resources.Resource` and speaks plain JSON dicts. The generated
 ``ApiClient`` sits between the two in the official client only to serialise and deserialise
-the generated pydantic models, which we never use: importing it imports pydantic, a fifth of
-the import time of every program (each forming domain starts a daemon per node), and its
-per-request parameter handling was work done for nothing. :attr:`Api.api_client` still makes
-one on demand, for code that wants the generated APIs.
+the generated pydantic models, which we never use, so requests skip it.
+:attr:`Api.api_client` still makes one on demand, for code that wants the generated APIs.
 
 On top of the transport it adds what client-go has and the official client lacks:
 
@@ -33,6 +31,7 @@ from urllib.parse import urlencode
 
 import aiohttp
 import attrs
+from kubernetes.aio.client.api_client import ApiClient
 
 from computedomain.kube import errors, wire
 from computedomain.kube.ratelimit import TokenBucket
@@ -100,8 +99,6 @@ class Api:
         """A ``kubernetes.aio.client.ApiClient`` with this Api's configuration, for the
         generated APIs (made on first use, closed with the Api)."""
         if self._api_client is None:
-            from kubernetes.aio.client.api_client import ApiClient  # noqa: PLC0415 (pydantic)
-
             self._api_client = ApiClient(self._configuration)
             self._api_client.user_agent = self.user_agent
         return self._api_client

@@ -23,19 +23,19 @@ without ``checksum``. Entries keep ``namespace``/``name`` in every state (upstre
 on completion), so cleanup can check completed claims too. A tombstone records that a claim was
 unprepared: a prepare request that began before it must not resurrect the claim (#1162).
 :func:`decode` raises :class:`CorruptCheckpoint` for anything that is not a valid document of a
-known version. Pure functions over frozen values, and :class:`Encoder`, which the store keeps so
-that a write re-serialises only the entries that changed.
+known version. Pure functions over frozen values.
 """
 
 from __future__ import annotations
 
 import enum
 import hashlib
-import json
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 import attrs
+
+from computedomain.api import jsoncodec
 
 FORMAT: Final = "computedomain.kubeletplugin/checkpoint"
 VERSION: Final = 1
@@ -180,73 +180,32 @@ def _strs(data: Mapping[str, Any], key: str) -> list[str]:
     return values
 
 
-def _canonical(value: Any) -> bytes:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
-
-
 def checksum(body: Mapping[str, Any]) -> str:
     """``sha256:<hex>`` of the canonical JSON of ``body`` (without its checksum). Pure."""
-    return "sha256:" + hashlib.sha256(_canonical(body)).hexdigest()
+    return "sha256:" + hashlib.sha256(jsoncodec.canonical(body)).hexdigest()
 
 
-class Encoder:
-    """Encodes successive checkpoints, re-serialising only the entries that changed.
-
-    Successive checkpoints share their unchanged entries (frozen values, carried over by the
-    ``with_*`` methods), so the canonical JSON of an entry is kept while the same entry object
-    is in the checkpoint; memory stays proportional to the claims held. Not thread-safe (the
-    store's callers hold the node lock).
-    """
-
-    def __init__(self) -> None:
-        self._entries: dict[str, tuple[ClaimEntry, bytes]] = {}
-
-    def encode(self, checkpoint: Checkpoint) -> bytes:
-        """The file's bytes: the canonical JSON of the document with its checksum.
-
-        The body's canonical form is assembled from its members in sorted key order;
-        ``checksum`` sorts before every other key, so the document is the checksum member
-        followed by the rest of the body. The result is the same bytes as serialising the
-        whole document with sorted keys (a property test checks it).
-        """
-        kept: dict[str, tuple[ClaimEntry, bytes]] = {}
-        for uid, entry in sorted(checkpoint.claims.items(), key=lambda item: item[0]):
-            known = self._entries.get(uid)
-            if known is not None and known[0] is entry:
-                kept[uid] = known
-            else:
-                kept[uid] = (entry, _canonical(entry.to_wire()))
-        self._entries = kept
-        claims = b",".join(_canonical(uid) + b":" + wire for uid, (_, wire) in kept.items())
-        tombstones = [[uid, at] for uid, at in checkpoint.tombstones.items()]
-        body = b"".join(
-            (
-                b'{"claims":{',
-                claims,
-                b'},"format":',
-                _canonical(FORMAT),
-                b',"nodeBootID":',
-                _canonical(checkpoint.boot_id),
-                b',"tombstones":',
-                _canonical(tombstones),
-                b',"version":',
-                _canonical(VERSION),
-                b"}",
-            )
-        )
-        digest = "sha256:" + hashlib.sha256(body).hexdigest()
-        return b'{"checksum":"' + digest.encode() + b'",' + body[1:]
+def to_wire(checkpoint: Checkpoint) -> dict[str, Any]:
+    """The document without its checksum. Pure."""
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "nodeBootID": checkpoint.boot_id,
+        "claims": {uid: entry.to_wire() for uid, entry in checkpoint.claims.items()},
+        "tombstones": [[uid, at] for uid, at in checkpoint.tombstones.items()],
+    }
 
 
 def encode(checkpoint: Checkpoint) -> bytes:
-    """The file's bytes (see :meth:`Encoder.encode`). Pure."""
-    return Encoder().encode(checkpoint)
+    """The file's bytes: the canonical JSON of the document with its checksum. Pure."""
+    body = to_wire(checkpoint)
+    return jsoncodec.canonical({**body, "checksum": checksum(body)})
 
 
 def decode(data: bytes) -> Checkpoint:
     """Parse and verify a checkpoint file. Pure; raises CorruptCheckpoint saying what is wrong."""
     try:
-        doc = json.loads(data)
+        doc = jsoncodec.loads(data)
     except (ValueError, UnicodeDecodeError) as exc:
         msg = f"not valid JSON: {exc}"
         raise CorruptCheckpoint(msg) from exc

@@ -17,10 +17,10 @@ Writes are atomic (temp file and rename) but not fsynced (``durable=False`` in
 sees a rename the moment it returns, and a process crash never loses the page cache; what an
 fsync adds is survival of a kernel crash or power loss, and after either the boot ID differs
 and the checkpoint is dropped anyway (#951). Upstream fsyncs the file (the kubelet's
-checkpoint manager does it for every kind of state, reboot-scoped or not); here the two fsyncs
-were 0.7 ms of every prepare's critical path. What a lost power can leave instead, an empty or
-torn file from the earlier boot, is moved aside as corrupt at the next start: the same clean
-start a readable file from that boot gets, with a Warning event besides.
+checkpoint manager does it for every kind of state, reboot-scoped or not); here the fsyncs
+would sit on every prepare's critical path for nothing. What a lost power can leave instead,
+an empty or torn file from the earlier boot, is moved aside as corrupt at the next start: the
+same clean start a readable file from that boot gets, with a Warning event besides.
 
 Blocking; async callers use a thread.
 """
@@ -35,7 +35,7 @@ from pathlib import Path
 import attrs
 
 from computedomain.kubeletplugin import upstreamcheckpoint
-from computedomain.kubeletplugin.checkpoint import Checkpoint, CorruptCheckpoint, Encoder, decode
+from computedomain.kubeletplugin.checkpoint import Checkpoint, CorruptCheckpoint, decode, encode
 from computedomain.runtime import files, logs
 
 log = logs.get_logger(__name__)
@@ -81,7 +81,6 @@ class CheckpointStore:
         self._on_corrupt = on_corrupt
         self._last = Checkpoint()
         self._last_stat: tuple[int, int, int] | None = None  # (inode, mtime ns, size) of _last
-        self._encoder = Encoder()
 
     def _quarantine(self, reason: str) -> Path:
         moved = files.move_aside(self.path, reason)
@@ -171,6 +170,6 @@ class CheckpointStore:
 
     def write(self, checkpoint: Checkpoint) -> None:
         """Write atomically, not fsynced (see the module doc); raises OSError."""
-        files.atomic_write(self.path, self._encoder.encode(checkpoint), mode=0o600, durable=False)
+        files.atomic_write(self.path, encode(checkpoint), mode=0o600, durable=False)
         self._last = checkpoint
         self._last_stat = self._stat()

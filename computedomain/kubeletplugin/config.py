@@ -10,19 +10,18 @@ default is the production path. Additions (ours): ``--nvml-backend``/``NVML_BACK
 ``--pod-ip``/``POD_IP`` (the DaemonSet's downward API): the gRPC health and HTTP endpoints listen
 on the pod's own address when it is known, as every probe and scrape goes to the pod IP.
 
-:func:`parse` is pure over ``argv`` and an environment mapping; a flag beats its environment
-variable, which beats the default. Every error is a ConfigError naming the flag and variable.
-Values are read with :mod:`computedomain.runtime.flags`' parsers (Go durations, numbers);
-:func:`flag_set` describes the same settings as a ``FlagSet`` for generated documentation.
+:data:`OPTIONS` are read by :mod:`computedomain.runtime.flags` (a flag beats its environment
+variable, which beats the default); :func:`resolve` checks them and builds the frozen
+:class:`Config`. :func:`parse` is pure over ``argv`` and an environment mapping and raises
+ConfigError naming the flag and variable; :func:`load`, for ``main``, exits with status 2.
 """
 
 from __future__ import annotations
 
-import argparse
 import ipaddress
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 import attrs
 
@@ -32,138 +31,133 @@ from computedomain.api.errors import ConfigError
 from computedomain.nvml import backends, fake
 from computedomain.nvml.interface import BackendName
 from computedomain.runtime import flags
+from computedomain.runtime.flags import Option, Values
 
-
-@attrs.frozen
-class Option:
-    """One setting: its flags, environment variables (first is canonical), default and help."""
-
-    dest: str
-    flags: tuple[str, ...]
-    env: tuple[str, ...]
-    default: str | None
-    help: str
-
+PROG: Final = "cd-kubelet-plugin"
 
 OPTIONS: Final = (
-    Option("node_name", ("--node-name",), ("NODE_NAME",), None, "this node's name (required)"),
-    Option("namespace", ("--namespace",), ("NAMESPACE",), "default", "the driver namespace"),
-    Option("http_endpoint", ("--http-endpoint",), ("HTTP_ENDPOINT",), "", "metrics host:port"),
+    Option("--node-name", "NODE_NAME", required=True, help="this node's name"),
+    Option("--namespace", "NAMESPACE", default="default", help="the driver namespace"),
+    Option("--http-endpoint", "HTTP_ENDPOINT", default="", help="metrics host:port"),
     Option(
-        "pod_ip",
-        ("--pod-ip",),
-        ("POD_IP",),
-        "",
-        "this pod's IP: health and metrics listen on it when HTTP_ENDPOINT names no host "
+        "--pod-ip",
+        "POD_IP",
+        default="",
+        help="this pod's IP: health and metrics listen on it when HTTP_ENDPOINT names no host "
         "(empty: all addresses)",
     ),
-    Option("metrics_path", ("--metrics-path",), ("METRICS_PATH",), "/metrics", "metrics path"),
-    Option("cdi_root", ("--cdi-root",), ("CDI_ROOT",), "/etc/cdi", "CDI spec directory"),
+    Option("--metrics-path", "METRICS_PATH", default="/metrics", help="metrics path"),
+    Option("--cdi-root", "CDI_ROOT", default="/etc/cdi", help="CDI spec directory"),
     Option(
-        "host_driver_root",
-        ("--nvidia-driver-root", "--host-driver-root"),
-        ("NVIDIA_DRIVER_ROOT", "HOST_DRIVER_ROOT"),
-        "/",
-        "driver root on the host",
+        "--nvidia-driver-root",
+        "NVIDIA_DRIVER_ROOT",
+        default="/",
+        aliases=("--host-driver-root",),
+        env_aliases=("HOST_DRIVER_ROOT",),
+        dest="host_driver_root",
+        help="driver root on the host",
     ),
     Option(
-        "container_driver_root",
-        ("--container-driver-root",),
-        ("DRIVER_ROOT_CTR_PATH",),
-        "/driver-root",
-        "where the host driver root is mounted in this container",
+        "--container-driver-root",
+        "DRIVER_ROOT_CTR_PATH",
+        default="/driver-root",
+        help="where the host driver root is mounted in this container",
     ),
     Option(
-        "nvidia_cdi_hook_path",
-        ("--nvidia-cdi-hook-path",),
-        ("NVIDIA_CDI_HOOK_PATH",),
-        "",
-        "nvidia-cdi-hook for generated hooks (empty: copy the image's into the plugin dir)",
+        "--nvidia-cdi-hook-path",
+        "NVIDIA_CDI_HOOK_PATH",
+        default="",
+        help="nvidia-cdi-hook for generated hooks (empty: copy the image's into the plugin dir)",
     ),
     Option(
-        "registrar_dir",
-        ("--kubelet-registrar-directory-path",),
-        ("KUBELET_REGISTRAR_DIRECTORY_PATH",),
-        names.KUBELET_REGISTRAR_DIR,
-        "the kubelet's plugin registration directory",
+        "--kubelet-registrar-directory-path",
+        "KUBELET_REGISTRAR_DIRECTORY_PATH",
+        default=names.KUBELET_REGISTRAR_DIR,
+        dest="registrar_dir",
+        help="the kubelet's plugin registration directory",
     ),
     Option(
-        "plugins_dir",
-        ("--kubelet-plugins-directory-path",),
-        ("KUBELET_PLUGINS_DIRECTORY_PATH",),
-        names.KUBELET_PLUGINS_DIR,
-        "the kubelet's plugins directory",
+        "--kubelet-plugins-directory-path",
+        "KUBELET_PLUGINS_DIRECTORY_PATH",
+        default=names.KUBELET_PLUGINS_DIR,
+        dest="plugins_dir",
+        help="the kubelet's plugins directory",
     ),
     Option(
-        "healthcheck_port",
-        ("--healthcheck-port",),
-        ("HEALTHCHECK_PORT",),
-        "-1",
-        "gRPC health port (0: any free port, <0: off)",
+        "--healthcheck-port",
+        "HEALTHCHECK_PORT",
+        flags.integer,
+        default=-1,
+        help="gRPC health port (0: any free port, <0: off)",
     ),
-    Option("kubeconfig", ("--kubeconfig",), ("KUBECONFIG",), "", "kubeconfig (empty: in-cluster)"),
-    Option("kube_api_qps", ("--kube-api-qps",), ("KUBE_API_QPS",), "5", "API requests per second"),
-    Option("kube_api_burst", ("--kube-api-burst",), ("KUBE_API_BURST",), "10", "API burst"),
-    Option("feature_gates", ("--feature-gates",), ("FEATURE_GATES",), "", "Name=bool,..."),
-    Option("verbosity", ("-v", "--v"), ("V", "LOG_VERBOSITY"), "0", "log verbosity (klog -v)"),
+    Option("--kubeconfig", "KUBECONFIG", default="", help="kubeconfig (empty: in-cluster)"),
     Option(
-        "proc_devices_path",
-        ("--alt-proc-devices-path",),
-        ("ALT_PROC_DEVICES_PATH",),
-        "",
-        "read this instead of /proc/devices (mock mode: capability files under the container "
+        "--kube-api-qps", "KUBE_API_QPS", flags.number, default=5.0, help="API requests per second"
+    ),
+    Option("--kube-api-burst", "KUBE_API_BURST", flags.integer, default=10, help="API burst"),
+    Option("--feature-gates", "FEATURE_GATES", default="", help="Name=bool,..."),
+    Option(
+        "--v",
+        "V",
+        flags.integer,
+        default=0,
+        aliases=("-v",),
+        env_aliases=("LOG_VERBOSITY",),
+        dest="verbosity",
+        help="log verbosity (klog -v)",
+    ),
+    Option(
+        "--alt-proc-devices-path",
+        "ALT_PROC_DEVICES_PATH",
+        default="",
+        dest="proc_devices_path",
+        help="read this instead of /proc/devices (mock mode: capability files under the container "
         "driver root)",
     ),
     Option(
-        "nvml_backend",
-        ("--nvml-backend",),
-        ("NVML_BACKEND",),
-        BackendName.REAL.value,
-        "NVML backend: real or fake",
+        "--nvml-backend",
+        "NVML_BACKEND",
+        default=BackendName.REAL.value,
+        help="NVML backend: real or fake",
     ),
     Option(
-        "fake_nvml_profile",
-        ("--fake-nvml-profile",),
-        ("FAKE_NVML_PROFILE",),
-        fake.Profile.GB200.value,
-        "fake NVML profile: " + ", ".join(p.value for p in fake.Profile),
+        "--fake-nvml-profile",
+        "FAKE_NVML_PROFILE",
+        default=fake.Profile.GB200.value,
+        help="fake NVML profile: " + ", ".join(p.value for p in fake.Profile),
     ),
     Option(
-        "fake_nvml_clique",
-        ("--fake-nvml-clique",),
-        ("FAKE_NVML_CLIQUE",),
-        fake.DEFAULT_CLIQUE,
-        "clique (<cluster UUID>.<clique id>) the gb200 profile reports",
+        "--fake-nvml-clique",
+        "FAKE_NVML_CLIQUE",
+        default=fake.DEFAULT_CLIQUE,
+        help="clique (<cluster UUID>.<clique id>) the gb200 profile reports",
     ),
     Option(
-        "boot_id_path",
-        ("--boot-id-path",),
-        ("BOOT_ID_PATH",),
-        names.DEFAULT_BOOT_ID_PATH,
-        "boot ID file (a changed boot ID invalidates the checkpoint)",
+        "--boot-id-path",
+        "BOOT_ID_PATH",
+        default=names.DEFAULT_BOOT_ID_PATH,
+        help="boot ID file (a changed boot ID invalidates the checkpoint)",
     ),
     Option(
-        "channel_strategy_map",
-        ("--channel-strategy-map",),
-        ("CHANNEL_STRATEGY_MAP",),
-        "",
-        "Mode=strategy,...: serve a claim's allocationMode (Single, All) with another "
+        "--channel-strategy-map",
+        "CHANNEL_STRATEGY_MAP",
+        default="",
+        help="Mode=strategy,...: serve a claim's allocationMode (Single, All) with another "
         "registered channel strategy, e.g. Single=per-domain from a plugin; empty: each mode "
         "by the built-in of its name (ours)",
     ),
     Option(
-        "nvidia_ctk_path",
-        ("--nvidia-ctk-path",),
-        ("NVIDIA_CTK_PATH",),
-        "",
-        "nvidia-ctk for the base CDI spec (empty: search PATH)",
+        "--nvidia-ctk-path",
+        "NVIDIA_CTK_PATH",
+        default="",
+        help="nvidia-ctk for the base CDI spec (empty: search PATH)",
     ),
     Option(
-        "cleanup_interval",
-        ("--cleanup-interval",),
-        ("CLEANUP_INTERVAL",),
-        "10m",
-        "period of the stale-claim and orphan cleanups (Go duration)",
+        "--cleanup-interval",
+        "CLEANUP_INTERVAL",
+        flags.duration,
+        default=600.0,
+        help="period of the stale-claim and orphan cleanups (Go duration)",
     ),
 )
 
@@ -247,18 +241,6 @@ def _host(ip: str) -> str:
     return f"[{ip}]" if ":" in ip else ip
 
 
-def _label(option: Option) -> str:
-    return f"{option.flags[-1] if option.flags[0] == '-v' else option.flags[0]}/{option.env[0]}"
-
-
-def parse_duration(field: str, text: str) -> float:
-    """A Go duration (``10m``, ``1h30m``, ``500ms``) or plain seconds, in seconds."""
-    try:
-        return flags.duration(text)
-    except ValueError as exc:
-        raise ConfigError(field, str(exc)) from None
-
-
 def parse_strategy_map(field: str, text: str) -> dict[str, str]:
     """``Mode=strategy,...`` -> mapping. Pure; ConfigError on bad items."""
     result: dict[str, str] = {}
@@ -273,97 +255,65 @@ def parse_strategy_map(field: str, text: str) -> dict[str, str]:
     return result
 
 
-def _number(field: str, text: str, kind: type[int] | type[float]) -> Any:
-    try:
-        return flags.integer(text) if kind is int else flags.number(text)
-    except ValueError as exc:
-        raise ConfigError(field, str(exc)) from None
+def resolve(values: Values) -> Config:
+    """Check the parsed settings and build the Config. Pure; ConfigError naming the setting."""
+    features = featuregates.parse(values.feature_gates)
+    if not 0 <= values.verbosity <= 10:
+        raise ConfigError("--v/V", f"{values.verbosity} is not between 0 and 10")
+    fake.parse_clique(values.fake_nvml_clique, setting="--fake-nvml-clique/FAKE_NVML_CLIQUE")
+    return Config(
+        node_name=values.node_name,
+        namespace=values.namespace,
+        http_endpoint=values.http_endpoint,
+        metrics_path=values.metrics_path,
+        cdi_root=Path(values.cdi_root),
+        host_driver_root=Path(values.host_driver_root),
+        container_driver_root=Path(values.container_driver_root),
+        nvidia_cdi_hook_path=values.nvidia_cdi_hook_path,
+        registrar_dir=Path(values.registrar_dir),
+        plugins_dir=Path(values.plugins_dir),
+        healthcheck_port=values.healthcheck_port,
+        kubeconfig=values.kubeconfig,
+        kube_api_qps=values.kube_api_qps,
+        kube_api_burst=values.kube_api_burst,
+        features=features,
+        verbosity=values.verbosity,
+        proc_devices_path=Path(values.proc_devices_path) if values.proc_devices_path else None,
+        nvml_backend=backends.parse_backend(
+            values.nvml_backend, setting="--nvml-backend/NVML_BACKEND"
+        ),
+        fake_nvml_profile=fake.parse_profile(
+            values.fake_nvml_profile, setting="--fake-nvml-profile/FAKE_NVML_PROFILE"
+        ),
+        fake_nvml_clique=values.fake_nvml_clique,
+        boot_id_path=Path(values.boot_id_path),
+        channel_strategy_map=parse_strategy_map(
+            "--channel-strategy-map/CHANNEL_STRATEGY_MAP", values.channel_strategy_map
+        ),
+        nvidia_ctk_path=values.nvidia_ctk_path,
+        cleanup_interval=values.cleanup_interval,
+        pod_ip=_pod_ip("--pod-ip/POD_IP", values.pod_ip),
+    )
 
 
 def flag_set() -> flags.FlagSet:
-    """The settings as a :class:`~computedomain.runtime.flags.FlagSet` (canonical flag and
-    variable of each), for the generated configuration reference. :func:`parse` is what the
-    program uses: it also accepts upstream's aliases and reports errors as ``Error: ...``."""
+    """The plugin's settings as one :class:`~computedomain.runtime.flags.FlagSet`."""
     return flags.FlagSet(
-        "cd-kubelet-plugin",
-        [
-            flags.Option(
-                flag=next((f for f in o.flags if f.startswith("--")), o.flags[0]),
-                env=o.env[0],
-                default=o.default,
-                required=o.default is None,
-                help=o.help,
-            )
-            for o in OPTIONS
-        ],
+        PROG,
+        OPTIONS,
+        description="The ComputeDomain kubelet plugin.",
+        version=computedomain.__version__,
     )
 
 
 def parse(argv: Sequence[str], environ: Mapping[str, str]) -> Config:
     """Build the Config from command-line arguments and the environment. Pure; ConfigError."""
-    parser = argparse.ArgumentParser(prog="cd-kubelet-plugin", add_help=True, exit_on_error=False)
-    parser.add_argument("--version", action="version", version=computedomain.__version__)
-    for option in OPTIONS:
-        env_names = ", ".join(option.env)
-        parser.add_argument(
-            *option.flags, dest=option.dest, default=None, help=f"{option.help} [${env_names}]"
-        )
-    try:
-        args, extra = parser.parse_known_args(list(argv))
-    except argparse.ArgumentError as exc:
-        raise ConfigError("arguments", str(exc)) from None
-    if extra:
-        raise ConfigError("arguments", f"unexpected arguments: {' '.join(extra)}")
-    raw: dict[str, str] = {}
-    for option in OPTIONS:
-        value = getattr(args, option.dest)
-        if value is None:
-            value = next((environ[e] for e in option.env if environ.get(e) is not None), None)
-        if value is None:
-            if option.default is None:
-                raise ConfigError(_label(option), "is required")
-            value = option.default
-        raw[option.dest] = value
-    label = {o.dest: _label(o) for o in OPTIONS}
-    if not raw["node_name"]:
-        raise ConfigError(label["node_name"], "is required")
-    features = featuregates.parse(raw["feature_gates"])
-    verbosity = _number(label["verbosity"], raw["verbosity"], int)
-    if not 0 <= verbosity <= 10:
-        raise ConfigError(label["verbosity"], f"{verbosity} is not between 0 and 10")
-    clique = raw["fake_nvml_clique"]
-    fake.parse_clique(clique, setting=label["fake_nvml_clique"])
-    return Config(
-        node_name=raw["node_name"],
-        namespace=raw["namespace"],
-        http_endpoint=raw["http_endpoint"],
-        metrics_path=raw["metrics_path"],
-        cdi_root=Path(raw["cdi_root"]),
-        host_driver_root=Path(raw["host_driver_root"]),
-        container_driver_root=Path(raw["container_driver_root"]),
-        nvidia_cdi_hook_path=raw["nvidia_cdi_hook_path"],
-        registrar_dir=Path(raw["registrar_dir"]),
-        plugins_dir=Path(raw["plugins_dir"]),
-        healthcheck_port=_number(label["healthcheck_port"], raw["healthcheck_port"], int),
-        kubeconfig=raw["kubeconfig"],
-        kube_api_qps=_number(label["kube_api_qps"], raw["kube_api_qps"], float),
-        kube_api_burst=_number(label["kube_api_burst"], raw["kube_api_burst"], int),
-        features=features,
-        verbosity=verbosity,
-        proc_devices_path=Path(raw["proc_devices_path"]) if raw["proc_devices_path"] else None,
-        nvml_backend=backends.parse_backend(raw["nvml_backend"], setting=label["nvml_backend"]),
-        fake_nvml_profile=fake.parse_profile(
-            raw["fake_nvml_profile"], setting=label["fake_nvml_profile"]
-        ),
-        fake_nvml_clique=clique,
-        boot_id_path=Path(raw["boot_id_path"]),
-        channel_strategy_map=parse_strategy_map(
-            label["channel_strategy_map"], raw["channel_strategy_map"]
-        ),
-        nvidia_ctk_path=raw["nvidia_ctk_path"],
-        cleanup_interval=parse_duration(label["cleanup_interval"], raw["cleanup_interval"]),
-        pod_ip=_pod_ip(label["pod_ip"], raw["pod_ip"]),
-    )
+    return resolve(flag_set().parse(argv, environ))
+
+
+def load(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> Config:
+    """:func:`parse` for ``main``: a bad setting exits with status 2 and a message."""
+    return flag_set().load(resolve, argv, environ)
 
 
 def _pod_ip(field: str, text: str) -> str:

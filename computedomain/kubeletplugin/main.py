@@ -1,24 +1,21 @@
-"""``cd-kubelet-plugin``: parse the configuration, connect to the API, run the plugin.
+"""``cd-kubelet-plugin``: read the settings, connect to the API, run the plugin.
 
-Only wiring. Any startup error (bad flag or environment, a failed node check, no API
-configuration) prints ``Error: <what and why>`` on stderr and exits 1; bad data found later (a
-corrupt checkpoint, a malformed object) is handled by the plugin without exiting.
-
-The plugin's parts (gRPC, the Kubernetes client, the models) are imported once the settings
-are read, with the garbage collector paused (:mod:`computedomain.runtime.gcstartup`): 480 -> 340
-ms of CPU per start, and the simulation starts one plugin per node at once; and without reading
-the system's trust store for aiohttp's unused default contexts (:mod:`.runtime.tlsstartup`).
+Only wiring. A bad flag or environment variable exits with status 2 and argparse's usage
+message (:func:`~computedomain.kubeletplugin.config.load`); any other startup error (a failed
+node check, no API configuration) prints ``Error: <what and why>`` on stderr and exits 1; bad
+data found later (a corrupt checkpoint, a malformed object) is handled by the plugin without
+exiting. The plugin's parts (gRPC, the Kubernetes client, the models) are imported once the
+settings are read, so that a bad setting or ``--help`` answers at once.
 """
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Sequence
 
-from computedomain.api.errors import ConfigError, PermanentError
+from computedomain.api.errors import PermanentError
 from computedomain.kubeletplugin import config as cfg
-from computedomain.runtime import gcstartup, logs, supervisor, tlsstartup
+from computedomain.runtime import logs, supervisor
 
 
 def _fail(message: str) -> int:
@@ -27,7 +24,6 @@ def _fail(message: str) -> int:
 
 
 async def _serve(config: cfg.Config) -> int:
-    # Imported by main (see the module docstring).
     from computedomain.kube.client import ClientConfig, ClientConfigError, connect  # noqa: PLC0415
     from computedomain.kubeletplugin.plugin import COMPONENT, KubeletPlugin  # noqa: PLC0415
 
@@ -54,13 +50,9 @@ async def _serve(config: cfg.Config) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``cd-kubelet-plugin`` command."""
-    try:
-        config = cfg.parse(sys.argv[1:] if argv is None else argv, os.environ)
-    except ConfigError as exc:
-        return _fail(str(exc))
-    with gcstartup.paused(), tlsstartup.deferred():
-        import computedomain.kube.client  # noqa: F401, PLC0415 -- see the module docstring
-        from computedomain.kubeletplugin.plugin import COMPONENT  # noqa: PLC0415
+    config = cfg.load(argv)
+    from computedomain.kubeletplugin.plugin import COMPONENT  # noqa: PLC0415
+
     logs.setup(config.verbosity, COMPONENT)
     return supervisor.run(lambda: _serve(config))
 

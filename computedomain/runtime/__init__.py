@@ -5,7 +5,5 @@
 - :mod:`.flags` — ``Option``/``FlagSet``: flags with environment-variable twins;
 - :mod:`.httpserver` — ``HttpServer``: /healthz, /readyz, metrics;
 - :mod:`.files` — ``atomic_write``, ``move_aside`` and ``to_thread`` file adapters;
-- :mod:`.clock` — ``Clock``, ``REAL_CLOCK`` and ``ManualClock`` (virtual time for tests);
-- :mod:`.gcstartup` — ``paused()``: start-up imports without the cyclic garbage collector;
-- :mod:`.tlsstartup` — ``deferred()``: start-up imports that read the trust store on first use.
+- :mod:`.clock` — ``Clock``, ``REAL_CLOCK`` and ``ManualClock`` (virtual time for tests).
 """

@@ -11,12 +11,7 @@ returns, and the page cache outlives any process crash (SIGKILL, OOM kill, conta
 only a kernel crash or a power loss can lose a write that was not fsynced, and both are a
 reboot. So the default, ``durable=True``, also fsyncs the file and its directory, for state that
 must survive a reboot; ``durable=False`` skips both for state a reboot invalidates anyway (the
-plugin's checkpoint is dropped when the boot ID changes, and its per-claim CDI specs with it):
-there the two fsyncs were most of a write's cost (about 0.35 of 0.45 ms on an ext4 disk) and
-bought nothing. Such a write also swaps the new file with the old one and unlinks the old,
-where the system allows (:mod:`computedomain.runtime.exchange`), instead of renaming over it:
-on ext4 a replacing rename writes the new data to the disk inside the rename, which was most
-of what was left.
+plugin's checkpoint is dropped when the boot ID changes, and its per-claim CDI specs with it).
 
 The ``async`` functions are small named ``asyncio.to_thread`` adapters, for coroutine code that
 must not block its loop on disk I/O. (The kubelet plugin's prepare attempts write their small,
@@ -33,7 +28,7 @@ import os
 import time
 from pathlib import Path
 
-from computedomain.runtime import exchange, logs
+from computedomain.runtime import logs
 
 _log = logs.get_logger(__name__)
 
@@ -55,10 +50,9 @@ def _create_temp(target: Path) -> tuple[int, str]:
     """Create ``.<name>.<pid>.<n>.tmp`` next to ``target`` exclusively; (fd, name).
 
     The process ID and a per-process counter make the name unique among the live writers of
-    the directory without the random names of :func:`tempfile.mkstemp`, which cost a quarter of
-    a small write. ``O_EXCL`` keeps it safe all the same: a leftover of a crashed process, or a
-    writer in another PID namespace with the same PID, makes the create fail and the next
-    number is tried.
+    the directory, and the name says which process left it behind. ``O_EXCL`` keeps it safe:
+    a leftover of a crashed process, or a writer in another PID namespace with the same PID,
+    makes the create fail and the next number is tried.
     """
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
     prefix = os.path.join(target.parent, f".{target.name}.{os.getpid()}")
@@ -89,12 +83,6 @@ def atomic_write(path: PathLike, data: bytes, mode: int = 0o644, *, durable: boo
             os.fchmod(fd, mode)
         finally:
             os.close(fd)
-        if not durable and exchange.swap(tmp_name, target):
-            # The temporary name now holds the old content: the target is already replaced,
-            # so a failure to unlink it leaves a stray file behind, not a failed write.
-            with contextlib.suppress(OSError):
-                os.unlink(tmp_name)
-            return
         os.replace(tmp_name, target)
     except BaseException:
         with contextlib.suppress(OSError):

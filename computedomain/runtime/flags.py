@@ -1,23 +1,20 @@
 """Command-line flags that each have an environment-variable twin (upstream's convention).
 
-Each program declares its settings as a tuple of :class:`Option` (flag, env var, type, default,
-required, help) and parses them with :class:`FlagSet`; its ``main`` turns the result into the
-program's frozen ``Config``. Precedence: a flag on the command line, else its environment
-variable, else the default. A required setting that is missing, or a value that does not parse,
-exits with status 2 and a message naming both the flag and the variable.
+The three programs declare their settings the same way: a tuple of :class:`Option` (flag, env
+var, value type, default, required, help, and upstream's other names for it) in the program's
+``config`` module, read by one :class:`FlagSet`. Precedence: a flag on the command line, else
+its environment variable (the first of its names that is set), else the default.
 
-The declarations are plain data (:attr:`FlagSet.options`, :meth:`FlagSet.describe`) so the
-configuration reference can be generated from them and checked against the docs.
+:meth:`FlagSet.parse` is pure over ``argv`` and an environment mapping and raises
+:class:`~computedomain.api.errors.ConfigError` naming the setting as ``--flag/ENV`` and the
+reason; :meth:`FlagSet.load` is what a program's ``main`` calls: it parses, lets the program
+check and resolve the values, and turns any ConfigError into argparse's usage message and exit
+status 2, the same for every program. ``--help`` and ``--version`` print and exit 0. A program
+with sub-commands (``cd-imex-daemon run|check``) declares them here too; flags may come before
+or after the sub-command.
 
-``cd-imex-daemon check`` parses its settings here once per probe, a fresh process every second
-per daemon pod while a domain forms, so start-up is its cost: :class:`Option` is a plain frozen
-class rather than attrs (importing attrs would cost that process more than the rest of it), and
-this module imports neither argparse nor ``re`` nor ``typing`` at load (together 15-20 ms of the
-probe's CPU). A command line made only of ``--flag value`` and ``--flag=value`` items that name
-declared options exactly (the probe's ``--v N``) is read directly; anything else (help,
-abbreviations, boolean flags, positionals, values that look like flags) goes to argparse, whose
-parser is built then, with its full rules and messages. Both readers give the same result
-(a property test), and a usage error always prints argparse's usage.
+The declarations are plain data (:meth:`FlagSet.describe`), so the configuration reference
+(``docs/configuration.md``) is generated from them and a test keeps it current.
 
 Value types: :func:`string`, :func:`integer`, :func:`number`, :func:`boolean` (``true/false/1/0``,
 case-insensitive; a bare ``--flag`` means true), :func:`duration` (Go syntax ``300ms``, ``15s``,
@@ -26,26 +23,30 @@ case-insensitive; a bare ``--flag`` means true), :func:`duration` (Go syntax ``3
 
 from __future__ import annotations
 
+import argparse
 import os
+import re
 import sys
 import types
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, NoReturn, TypeVar
 
-TYPE_CHECKING = False  # typing's constant without importing typing
-if TYPE_CHECKING:  # see the module docstring: none of these is imported at run time
-    import argparse
-    import re
-    from collections.abc import Callable, Iterable, Mapping, Sequence
-    from typing import Any, NoReturn
+import attrs
 
-    Parser = Callable[[str], Any]
+from computedomain.api.errors import ConfigError
+
+T = TypeVar("T")
+Parser = Callable[[str], Any]
 
 _DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0}
 _DURATION_UNITS |= {"m": 60.0, "h": 3600.0}
-_DURATION_PART: list[re.Pattern[str]] = []  # compiled on first use
+_DURATION_PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
+_ENV_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
 
 
 class Values(types.SimpleNamespace):
-    """What :meth:`FlagSet.parse` resolved: one attribute per option, named by its ``dest``."""
+    """What :meth:`FlagSet.parse` resolved: one attribute per option, named by its ``dest``,
+    and ``command`` for a program with sub-commands."""
 
 
 def string(value: str) -> str:
@@ -88,12 +89,8 @@ def duration(value: str) -> float:
         return sign * float(body)  # a bare number: seconds
     except ValueError:
         pass
-    if not _DURATION_PART:
-        import re  # noqa: PLC0415 -- see the module docstring
-
-        _DURATION_PART.append(re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)"))
     total, pos = 0.0, 0
-    for match in _DURATION_PART[0].finditer(body):
+    for match in _DURATION_PART.finditer(body):
         if match.start() != pos:
             break
         total += float(match.group(1)) * _DURATION_UNITS[match.group(2)]
@@ -109,119 +106,71 @@ def string_list(value: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in value.split(",") if part.strip())
 
 
-def _help_width() -> int:
-    """What argparse computes by default (``shutil.get_terminal_size().columns - 2``), with
-    shutil's rules but not its import (3 ms, with bz2 and lzma, of every probe process):
-    ``$COLUMNS`` when positive, else the width of the terminal on stdout, else 80."""
-    try:
-        columns = int(os.environ.get("COLUMNS", "0"))
-    except ValueError:
-        columns = 0
-    if columns <= 0:
-        try:
-            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
-        except (AttributeError, ValueError, OSError):
-            columns = 0
-    return (columns if columns > 0 else 80) - 2
+def _check_flag(_: Option, __: attrs.Attribute[Any], value: str) -> None:
+    if not value.startswith("--"):
+        msg = f"flag {value!r} must start with --"
+        raise ValueError(msg)
 
 
-_FORMATTER: list[type[argparse.HelpFormatter]] = []  # made on first use, once per process
+def _check_env(option: Option, _: attrs.Attribute[Any], value: str) -> None:
+    if not _ENV_NAME.fullmatch(value):
+        msg = f"environment variable {value!r} for {option.flag} must be UPPER_SNAKE_CASE"
+        raise ValueError(msg)
 
 
-def _formatter() -> type[argparse.HelpFormatter]:
-    """argparse's formatter with the terminal's width looked up once per process: argparse
-    makes a formatter for every ``add_argument`` (to check its metavar), and each one asked the
-    terminal for its size (a hollow-node process builds a parser per simulated daemon)."""
-    if not _FORMATTER:
-        import argparse  # noqa: PLC0415 -- see the module docstring
-
-        width = _help_width()
-
-        class HelpFormatter(argparse.HelpFormatter):
-            def __init__(self, prog: str) -> None:
-                super().__init__(prog, width=width)
-
-        _FORMATTER.append(HelpFormatter)
-    return _FORMATTER[0]
+def _check_aliases(_: Option, __: attrs.Attribute[Any], value: tuple[str, ...]) -> None:
+    for name in value:
+        if not name.startswith("-"):
+            msg = f"flag alias {name!r} must start with -"
+            raise ValueError(msg)
 
 
+def _check_env_aliases(
+    option: Option, attribute: attrs.Attribute[Any], value: tuple[str, ...]
+) -> None:
+    for name in value:
+        _check_env(option, attribute, name)
+
+
+@attrs.frozen
 class Option:
     """One setting: ``--flag`` on the command line or ``ENV`` in the environment.
 
-    Immutable, equal and hashed by value (what ``attrs.frozen`` gave it; see the module docstring
-    for why it is hand-written). Raises ValueError for a malformed flag or variable name.
+    ``aliases`` are more flags for it (``-v`` for ``--v``, upstream's old names) and
+    ``env_aliases`` more variables, read when ``env`` is not set. ``dest`` names it in the
+    parsed :class:`Values` (by default the flag without ``--``, dashes as underscores). Raises
+    ValueError for a malformed flag or variable name.
     """
 
-    __slots__ = ("default", "env", "flag", "help", "metavar", "required", "type")
-    _FIELDS = ("flag", "env", "type", "default", "required", "help", "metavar")
+    flag: str = attrs.field(validator=_check_flag)
+    env: str = attrs.field(validator=_check_env)
+    type: Parser = string
+    default: Any = attrs.field(default=None, kw_only=True)
+    required: bool = attrs.field(default=False, kw_only=True)
+    help: str = attrs.field(default="", kw_only=True)
+    metavar: str | None = attrs.field(default=None, kw_only=True)
+    aliases: tuple[str, ...] = attrs.field(default=(), kw_only=True, validator=_check_aliases)
+    env_aliases: tuple[str, ...] = attrs.field(
+        default=(), kw_only=True, validator=_check_env_aliases
+    )
+    dest: str = attrs.field(kw_only=True)
 
-    flag: str
-    env: str
-    type: Parser
-    default: Any
-    required: bool
-    help: str
-    metavar: str | None
-
-    def __init__(
-        self,
-        flag: str,
-        env: str,
-        type: Parser = string,
-        *,
-        default: Any = None,
-        required: bool = False,
-        help: str = "",
-        metavar: str | None = None,
-    ) -> None:
-        if not flag.startswith("--"):
-            msg = f"flag {flag!r} must start with --"
-            raise ValueError(msg)
-        if not env or not env.replace("_", "").isalnum() or not env.isupper():
-            msg = f"environment variable {env!r} for {flag} must be UPPER_SNAKE_CASE"
-            raise ValueError(msg)
-        values = (flag, env, type, default, required, help, metavar)
-        for name, value in zip(self._FIELDS, values, strict=True):
-            object.__setattr__(self, name, value)
-
-    def __setattr__(self, name: str, value: object) -> NoReturn:
-        msg = f"Option is immutable: cannot set {name!r}"
-        raise AttributeError(msg)
-
-    def __delattr__(self, name: str) -> NoReturn:
-        msg = f"Option is immutable: cannot delete {name!r}"
-        raise AttributeError(msg)
-
-    def _values(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, name) for name in self._FIELDS)
-
-    def __getstate__(self) -> tuple[Any, ...]:  # copy and pickle, as with attrs
-        return self._values()
-
-    def __setstate__(self, state: tuple[Any, ...]) -> None:
-        for name, value in zip(self._FIELDS, state, strict=True):
-            object.__setattr__(self, name, value)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Option) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._values() == other._values()
-
-    def __hash__(self) -> int:
-        return hash(self._values())
-
-    def __repr__(self) -> str:
-        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._FIELDS)
-        return f"Option({fields})"
-
-    @property
-    def dest(self) -> str:
-        """The attribute name in the parsed result (``--kube-api-qps`` → ``kube_api_qps``)."""
+    @dest.default
+    def _dest(self) -> str:
         return self.flag[2:].replace("-", "_")
 
     @property
-    def names(self) -> str:
-        return f"{self.flag} (env {self.env})"
+    def flags(self) -> tuple[str, ...]:
+        return (self.flag, *self.aliases)
+
+    @property
+    def envs(self) -> tuple[str, ...]:
+        return (self.env, *self.env_aliases)
+
+    @property
+    def label(self) -> str:
+        """How messages name the setting: ``--flag/ENV``."""
+        return f"{self.flag}/{self.env}"
 
 
 def _env_counts(option: Option, value: str | None) -> bool:
@@ -234,107 +183,125 @@ def _env_counts(option: Option, value: str | None) -> bool:
 
 
 class FlagSet:
-    """Parses options from argv and the environment; see the module docstring."""
+    """Parses options (and a sub-command, if declared) from argv and the environment; see the
+    module docstring."""
 
-    def __init__(self, prog: str, options: Iterable[Option], *, description: str = "") -> None:
+    def __init__(
+        self,
+        prog: str,
+        options: Iterable[Option],
+        *,
+        description: str = "",
+        version: str | None = None,
+        commands: Sequence[str] = (),
+    ) -> None:
         self.prog = prog
         self.options: tuple[Option, ...] = tuple(options)
-        seen: set[str] = set()
+        self.commands = tuple(commands)
+        self._by_name: dict[str, Option] = {}
         for option in self.options:
-            for name in (option.flag, option.env, option.dest):
-                if name in seen:
+            for name in {*option.flags, *option.envs, option.dest, option.label}:
+                if name in self._by_name:
                     msg = f"{prog}: {name!r} is declared twice"
                     raise ValueError(msg)
-                seen.add(name)
-        self._description = description
-        self._parser: argparse.ArgumentParser | None = None
-        self._by_flag = {option.flag: option for option in self.options}
-
-    def _argparser(self) -> argparse.ArgumentParser:
-        """The argparse parser, built on first use (see the module docstring)."""
-        if self._parser is not None:
-            return self._parser
-        import argparse  # noqa: PLC0415 -- see the module docstring
-
-        parser = argparse.ArgumentParser(
-            prog=self.prog, description=self._description, formatter_class=_formatter()
+                self._by_name[name] = option
+        self._parser = argparse.ArgumentParser(
+            prog=prog, description=description, allow_abbrev=False, exit_on_error=False
         )
+        if version is not None:
+            self._parser.add_argument("--version", action="version", version=version)
+        if self.commands:
+            self._parser.add_argument(
+                "command", nargs="?", choices=self.commands, metavar=" | ".join(self.commands)
+            )
         for option in self.options:
-            metavar = option.metavar or option.dest.upper()
             if option.type is boolean:  # Go style: a bare --flag means true
-                parser.add_argument(
-                    option.flag, dest=option.dest, default=None, metavar="BOOL",
+                self._parser.add_argument(
+                    *option.flags, dest=option.dest, default=None, metavar="BOOL",
                     nargs="?", const="true", help=self._help(option),
                 )  # fmt: skip
             else:
-                parser.add_argument(
-                    option.flag, dest=option.dest, default=None, metavar=metavar,
-                    help=self._help(option),
+                self._parser.add_argument(
+                    *option.flags, dest=option.dest, default=None,
+                    metavar=option.metavar or option.env, help=self._help(option),
                 )  # fmt: skip
-        self._parser = parser
-        return parser
 
     def parse(
         self, argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
     ) -> Values:
-        """Resolve every option (flag > env > default). Exits with status 2 on bad input."""
+        """Resolve every option (flag > env > default). Pure but for ``--help`` and
+        ``--version`` (print and exit 0); raises ConfigError naming the setting."""
         environ = os.environ if env is None else env
         args = sys.argv[1:] if argv is None else list(argv)
-        flags = self.read_simple(args)
-        if flags is None:
-            raw = self._argparser().parse_args(args)
-            flags = {o.dest: getattr(raw, o.dest) for o in self.options}
+        try:
+            raw, extra = self._parser.parse_known_args(args)
+        except argparse.ArgumentError as exc:
+            raise ConfigError("", str(exc)) from None
+        if extra:
+            raise ConfigError("", f"unrecognized arguments: {' '.join(extra)}")
         result = Values()
+        if self.commands:
+            if raw.command is None:
+                raise ConfigError("", f"a sub-command is required: {' | '.join(self.commands)}")
+            result.command = raw.command
         missing: list[str] = []
         for option in self.options:
-            given: str | None = flags.get(option.dest)
+            given: str | None = getattr(raw, option.dest)
             source = f"flag {option.flag}"
-            if given is None and _env_counts(option, environ.get(option.env)):
-                given, source = environ[option.env], f"environment variable {option.env}"
+            if given is None:
+                for name in option.envs:
+                    if _env_counts(option, environ.get(name)):
+                        given, source = environ[name], f"environment variable {name}"
+                        break
             if given is None or (option.required and given == ""):
                 if option.required:
-                    missing.append(option.names)
+                    missing.append(option.label)
                 setattr(result, option.dest, option.default)
                 continue
             try:
                 setattr(result, option.dest, option.type(given))
-            except (ValueError, TypeError) as exc:
-                self.fail(f"invalid value for {source}: {exc}")
+            except ValueError as exc:
+                raise ConfigError(option.label, f"{exc} (from the {source})") from None
         if missing:
-            self.fail("missing required setting(s): " + ", ".join(missing))
+            raise ConfigError(
+                ", ".join(missing), "is required" if len(missing) == 1 else "are required"
+            )
         return result
 
-    def read_simple(self, args: Sequence[str]) -> dict[str, str] | None:
-        """The flag values of a command line made only of ``--flag value`` and
-        ``--flag=value`` items naming declared, non-boolean options exactly (the last of a
-        repeated flag wins), by ``dest``; None for any other command line, which argparse then
-        reads (see the module docstring). Pure."""
-        given: dict[str, str] = {}
-        i = 0
-        while i < len(args):
-            name, eq, value = args[i].partition("=")
-            option = self._by_flag.get(name)
-            if option is None or option.type is boolean:
-                return None
-            if not eq:
-                if i + 1 == len(args) or args[i + 1].startswith("-"):
-                    return None
-                i += 1
-                value = args[i]
-            given[option.dest] = value
-            i += 1
-        return given
+    def load(
+        self,
+        resolve: Callable[[Values], T],
+        argv: Sequence[str] | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> T:
+        """``resolve(parse(argv, env))``, the program's checks included; any ConfigError
+        exits through :meth:`fail` (status 2)."""
+        try:
+            return resolve(self.parse(argv, env))
+        except ConfigError as exc:
+            self.fail(exc)
 
-    def fail(self, message: str) -> NoReturn:
-        """Print usage and ``message`` to stderr and exit with status 2."""
-        self._argparser().error(message)
+    def message(self, error: ConfigError) -> str:
+        """``error`` with its field as the setting's ``--flag/ENV`` when it names one."""
+        option = self._by_name.get(error.field)
+        if option is None or error.field == option.label:
+            return str(error)
+        return f"{option.label}: {error.reason}"
+
+    def fail(self, error: ConfigError | str) -> NoReturn:
+        """Print the usage and the error to stderr and exit with status 2 (argparse's)."""
+        text = self.message(error) if isinstance(error, ConfigError) else error
+        self._parser.error(text)
 
     def describe(self) -> list[dict[str, Any]]:
-        """One row per option: flag, env, type, default, required, help (for generated docs)."""
+        """One row per option: flag, flags, env, envs, type, default, required, help (for the
+        generated docs)."""
         return [
             {
                 "flag": o.flag,
+                "flags": o.flags,
                 "env": o.env,
+                "envs": o.envs,
                 "type": getattr(o.type, "__name__", str(o.type)),
                 "default": o.default,
                 "required": o.required,
@@ -346,7 +313,7 @@ class FlagSet:
     @staticmethod
     def _help(option: Option) -> str:
         parts = [option.help] if option.help else []
-        parts.append(f"[env {option.env}]")
+        parts.append(f"[env {', '.join(option.envs)}]")
         if option.required:
             parts.append("(required)")
         elif option.default not in (None, "", ()):

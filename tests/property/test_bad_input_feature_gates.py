@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from computedomain.api import featuregates
 from computedomain.api.errors import ConfigError
-from computedomain.controller import flags as controller_flags
+from computedomain.controller import config as controller_config
 from computedomain.kubeletplugin import config as plugin_config
 from tests.faults import settings as suite
 
@@ -90,10 +90,10 @@ def test_the_controller_configuration(text: str) -> None:
     err = io.StringIO()
     with contextlib.redirect_stderr(err):
         if not isinstance(expected, ConfigError):
-            assert controller_flags.parse([], env).controller.features == expected
+            assert controller_config.load([], env).controller.features == expected
             return
         with pytest.raises(SystemExit) as caught:
-            controller_flags.parse([], env)
+            controller_config.load([], env)
     assert caught.value.code == 2
     assert str(expected) in err.getvalue()
     assert "Traceback" not in err.getvalue()
@@ -102,10 +102,12 @@ def test_the_controller_configuration(text: str) -> None:
 BAD = "ComputeDomainCliques=maybe"
 
 
-def run_program(name: str, env: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    binary = Path(sys.executable).with_name(name)
+def run_program(
+    argv: list[str], env: dict[str, str], tmp_path: Path
+) -> subprocess.CompletedProcess[str]:
+    binary = Path(sys.executable).with_name(argv[0])
     return subprocess.run(
-        [str(binary)],
+        [str(binary), *argv[1:]],
         env={**os.environ, "KUBECONFIG": str(tmp_path / "none"), **env},
         capture_output=True,
         text=True,
@@ -115,18 +117,22 @@ def run_program(name: str, env: dict[str, str], tmp_path: Path) -> subprocess.Co
 
 
 @pytest.mark.parametrize(
-    ("program", "env", "code"),
+    ("argv", "env"),
     [
-        ("cd-kubelet-plugin", {"NODE_NAME": "node-1"}, 1),
-        ("cd-controller", CONTROLLER_ENV, 2),
+        (["cd-kubelet-plugin"], {"NODE_NAME": "node-1"}),
+        (["cd-controller"], CONTROLLER_ENV),
+        (["cd-imex-daemon", "run"], {}),
+        (["cd-imex-daemon", "check"], {}),
     ],
+    ids=["plugin", "controller", "daemon-run", "daemon-check"],
 )
-def test_each_program_stops_with_a_clear_error(
-    program: str, env: dict[str, str], code: int, tmp_path: Path
+def test_each_program_stops_with_status_2_naming_the_setting(
+    argv: list[str], env: dict[str, str], tmp_path: Path
 ) -> None:
-    done = run_program(program, {**env, "FEATURE_GATES": BAD}, tmp_path)
-    assert done.returncode == code, done.stderr
+    done = run_program(argv, {**env, "FEATURE_GATES": BAD}, tmp_path)
+    assert done.returncode == 2, done.stderr
     message = str(resolve(BAD))
     assert message.startswith("FEATURE_GATES: invalid value of ComputeDomainCliques=maybe")
-    assert message in done.stderr
+    assert f"{argv[0]}: error: --feature-gates/{message}" in done.stderr
+    assert done.stderr.startswith(f"usage: {argv[0]}")
     assert "Traceback" not in done.stderr

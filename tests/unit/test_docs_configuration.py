@@ -14,18 +14,18 @@ import re
 import subprocess
 from pathlib import Path
 
-import attrs
 import pytest
 
 from computedomain.cli import docs
 from computedomain.kubeletplugin import config as plugin_config
+from computedomain.runtime import flags
 
 REPO = Path(__file__).resolve().parents[2]
 REFERENCE = REPO / "docs" / "configuration.md"
 PRESENT = [p for p in docs.PROGRAMS if importlib.util.find_spec(p.module) is not None]
 
 _FLAG = re.compile(r"(?<![\w-])(--?[a-zA-Z][\w-]*)")
-_ENVS = re.compile(r"\[\$([A-Z0-9_, ]+)\]|\[env ([A-Z0-9_]+)\]")
+_ENVS = re.compile(r"\[env ([A-Z0-9_, ]+)\]")
 
 
 def test_the_reference_is_current() -> None:
@@ -53,15 +53,9 @@ def _help_names(program: str) -> tuple[set[str], set[str]]:
     )
     assert result.returncode == 0, result.stderr
     options = result.stdout.split("options:", 1)[-1]
-    flags = {f for f in _FLAG.findall(options) if f not in ("-h", "--help", "--version")}
-    envs = {
-        name.strip()
-        for pair in _ENVS.findall(options)
-        for group in pair
-        for name in group.split(",")
-        if name.strip()
-    }
-    return flags, envs
+    flag_names = {f for f in _FLAG.findall(options) if f not in ("-h", "--help", "--version")}
+    envs = {name.strip() for group in _ENVS.findall(options) for name in group.split(",")}
+    return flag_names, envs
 
 
 @pytest.mark.parametrize("program", PRESENT, ids=[p.name for p in PRESENT])
@@ -79,13 +73,7 @@ def test_an_undocumented_option_makes_the_check_fail(
 ) -> None:
     written = tmp_path / "configuration.md"
     assert docs.main(["--output", str(written)]) == 0
-    extra = attrs.evolve(
-        plugin_config.OPTIONS[0],
-        dest="brand_new",
-        flags=("--brand-new",),
-        env=("BRAND_NEW",),
-        default="x",
-    )
+    extra = flags.Option("--brand-new", "BRAND_NEW", default="x")
     monkeypatch.setattr(plugin_config, "OPTIONS", (*plugin_config.OPTIONS, extra))
     assert docs.main(["--check", "--output", str(written)]) == 1
     assert "`--brand-new` | `BRAND_NEW`" in docs.render()

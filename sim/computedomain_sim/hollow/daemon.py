@@ -4,7 +4,7 @@
 Called by :mod:`.pods` once a daemon pod's claims are prepared. The container's environment is
 built as the simulated kubelet builds it (:func:`computedomain_sim.kubelet.launch.build`: the
 pod's env with the downward API, then the CDI edits of its prepared claim), and parsed by the
-daemon's own flag set and :func:`computedomain.daemon.config.load`, so identity, mode, node limit
+daemon's own settings (:func:`computedomain.daemon.config.parse`), so identity, mode, node limit
 and policies come from the same inputs as in a real pod. The daemon then labels its pod with
 the clique (its startup patch) and runs the registration loop, watches and hosts-file sync
 (:class:`computedomain_sim.imex.hollow.HollowDaemon`). The stand-in IMEX daemon only answers
@@ -16,7 +16,6 @@ is set and the pod turns Ready (the ``check`` probe's answer).
 from __future__ import annotations
 
 import asyncio
-import functools
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -25,9 +24,7 @@ from computedomain.api.errors import ConfigError
 from computedomain.daemon import config as daemon_config
 from computedomain.daemon import modes, pod
 from computedomain.daemon.keeper import ImexInputs
-from computedomain.daemon.main import flagset, split_command
 from computedomain.kube.rest import Api
-from computedomain.runtime.flags import FlagSet
 from computedomain_sim.imex.hollow import HollowDaemon
 from computedomain_sim.kubelet import launch
 from computedomain_sim.kubelet.cdi import ContainerEdits
@@ -45,14 +42,6 @@ def is_daemon_container(container: Mapping[str, Any]) -> bool:
     return bool(words) and Path(str(words[0])).name == PROGRAM and "run" in words[1:]
 
 
-@functools.cache
-def _flags() -> FlagSet:
-    """The daemon's flag set, built once per process: a FlagSet keeps the argparse parser it
-    builds for a command line its direct reader declines, and building one per daemon was 4 %
-    of the hollow process at 1,152 nodes (before that reader existed)."""
-    return flagset()
-
-
 def daemon_settings(
     container: Mapping[str, Any], ctx: launch.PodContext, edits: ContainerEdits
 ) -> daemon_config.DaemonConfig:
@@ -65,13 +54,9 @@ def daemon_settings(
         edits,
         launch.volume_sources(ctx.pod, ctx),
     )
-    _, rest = split_command(list(spec.argv[1:]))
-    try:
-        ns = _flags().parse(rest, spec.env)
-    except SystemExit as exc:
-        raise ConfigError("command", f"cd-imex-daemon refused its flags ({exc.code})") from exc
-    settings = daemon_config.load(ns)
-    settings.validate_run()
+    settings = daemon_config.parse(list(spec.argv[1:]), spec.env)
+    if settings.command != daemon_config.RUN:
+        raise ConfigError("command", f"expected cd-imex-daemon run, got {settings.command}")
     return settings
 
 

@@ -48,20 +48,24 @@ def daemon(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
     [
         (
             {"COMPUTE_DOMAIN_UUID": ""},
-            "Error: CDI container edits did not apply -- is CDI enabled in your container runtime?",
+            "cd-imex-daemon: error: CDI container edits did not apply -- is CDI enabled in your "
+            "container runtime?",
         ),
         (
             {"FEATURE_GATES": "IMEXDaemonsWithDNSNames=false"},
-            "Error: FEATURE_GATES: feature gate validation failed: ComputeDomainCliques requires "
-            "IMEXDaemonsWithDNSNames",
+            "cd-imex-daemon: error: --feature-gates/FEATURE_GATES: feature gate validation "
+            "failed: ComputeDomainCliques requires IMEXDaemonsWithDNSNames",
         ),
-        ({"INDEX_POLICY": "nope"}, "Error: INDEX_POLICY: unknown index policy 'nope' (valid: "),
+        (
+            {"INDEX_POLICY": "nope"},
+            "error: --index-policy/INDEX_POLICY: unknown index policy 'nope' (valid: ",
+        ),
     ],
     ids=["no-cdi", "gates", "index-policy"],
 )
 def test_run_fails_with_a_clear_error_before_it_starts(env: dict[str, str], message: str) -> None:
     result = daemon("run", **env)
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert message in result.stderr
 
 

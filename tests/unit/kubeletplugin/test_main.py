@@ -1,4 +1,4 @@
-"""The command's configuration errors: ``Error: ...`` on stderr, exit status 1."""
+"""The command's configuration errors: argparse's usage and message on stderr, exit status 2."""
 
 from __future__ import annotations
 
@@ -10,14 +10,18 @@ from computedomain.kubeletplugin import main
 @pytest.mark.parametrize(
     ("argv", "env", "message"),
     [
-        ([], {}, "Error: --node-name/NODE_NAME: is required"),
+        ([], {}, "cd-kubelet-plugin: error: --node-name/NODE_NAME: is required"),
         (
             [],
             {"NODE_NAME": "n", "FAKE_NVML_PROFILE": "a100"},
-            "Error: --fake-nvml-profile/FAKE_NVML_PROFILE: unknown profile 'a100' "
-            "(valid: gb200, h100, fabric-in-progress, mixed-cliques)",
+            "cd-kubelet-plugin: error: --fake-nvml-profile/FAKE_NVML_PROFILE: unknown profile "
+            "'a100' (valid: gb200, h100, fabric-in-progress, mixed-cliques)",
         ),
-        (["--nvml-backend", "gpu"], {"NODE_NAME": "n"}, "Error: --nvml-backend/NVML_BACKEND"),
+        (
+            ["--nvml-backend", "gpu"],
+            {"NODE_NAME": "n"},
+            "cd-kubelet-plugin: error: --nvml-backend/NVML_BACKEND",
+        ),
     ],
 )
 def test_configuration_errors(
@@ -31,5 +35,9 @@ def test_configuration_errors(
         monkeypatch.delenv(name, raising=False)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    assert main.main(argv) == 1
-    assert capsys.readouterr().err.startswith(message)
+    with pytest.raises(SystemExit) as exited:
+        main.main(argv)
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: cd-kubelet-plugin")
+    assert message in err
