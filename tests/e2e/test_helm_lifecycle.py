@@ -1,0 +1,188 @@
+"""The Helm chart's life on the simulated cluster, with the real helm binary: ``sim up
+--manifests none`` starts a cluster without our install; ``helm install`` (the chart with its
+``ci/sim-values.yaml``) brings up the controller and the plugins, and a ComputeDomain with a
+worker on each node becomes Ready; ``helm upgrade`` with a changed value changes the plugin
+DaemonSet's pod template, ``helm rollback`` restores it, and ``helm uninstall`` leaves nothing of
+ours but the CRDs (Helm never deletes what a chart's ``crds/`` installed).
+
+helm runs with ``--server-side=false``: Helm 4 applies server-side by default, which the
+embedded API server does not implement yet, so the client-side apply (Helm 3's update path)
+is used. helm's ``--wait`` is not used either: it reads a Deployment's ReplicaSets, which the
+embedded server does not serve; the test waits on the objects' status itself.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from computedomain.api import names
+from computedomain.kube import errors, resources
+from computedomain.kube.rest import Api
+from computedomain_sim.cluster import install
+from tests.unit.deployments.chart import CHART, helm, render
+
+from . import kit
+
+pytestmark = [pytest.mark.slow, pytest.mark.scenario, pytest.mark.timeout(600)]
+
+Obj = dict[str, Any]
+NS = "helm-life"
+RELEASE = "computedomain"
+SIM_VALUES = CHART / "ci" / "sim-values.yaml"
+OUR_LABEL = "app.kubernetes.io/name=computedomain"
+PLUGIN = "computedomain-kubelet-plugin"
+
+
+def chart_kinds() -> list[resources.Resource]:
+    """Every kind the chart's templates render (its CRDs apart), from ``helm template``."""
+    kinds = {o["kind"]: install.resource_of(o) for o in render().values()}
+    kinds.pop("CustomResourceDefinition")
+    return sorted(kinds.values(), key=lambda r: r.kind)
+
+
+@pytest.fixture(scope="module")
+def bare_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[kit.Cluster]:
+    with kit.module_cluster(
+        tmp_path_factory,
+        "helm-life",
+        racks=1,
+        nodes_per_rack=2,
+        extra_args=["--manifests=none", "--no-wait-components"],
+    ) as cluster:
+        yield cluster
+
+
+def helm_on(cluster: kit.Cluster, *args: str) -> subprocess.CompletedProcess[str]:
+    return helm(*args, f"--kubeconfig={cluster.kubeconfig}")
+
+
+async def ours(api: Api) -> list[str]:
+    """Our objects, as kind/namespace/name: those of the chart's kinds with our name label,
+    the driver's ResourceSlices and any claim template (the controller makes them)."""
+    found: list[str] = []
+    for resource in chart_kinds():
+        items, _ = await api.list_all(resource, label_selector=OUR_LABEL)
+        found.extend(
+            f"{resource.kind}/{o['metadata'].get('namespace', '')}/{o['metadata']['name']}"
+            for o in items
+        )
+    slices, _ = await api.list_all(resources.RESOURCE_SLICES)
+    found.extend(
+        f"ResourceSlice//{s['metadata']['name']}"
+        for s in slices
+        if s["spec"].get("driver") == names.DRIVER_NAME
+    )
+    templates, _ = await api.list_all(resources.RESOURCE_CLAIM_TEMPLATES)
+    found.extend(
+        f"ResourceClaimTemplate/{t['metadata']['namespace']}/{t['metadata']['name']}"
+        for t in templates
+    )
+    return sorted(found)
+
+
+async def components_ready(api: Api, cluster: kit.Cluster, generation: int | None = None) -> None:
+    """The controller Deployment and the plugin DaemonSet report every pod ready (and, when
+    given, the DaemonSet observed ``generation``)."""
+
+    async def probe() -> bool:
+        try:
+            deployment = await api.get(
+                resources.DEPLOYMENTS, "computedomain-controller", kit.DRIVER_NAMESPACE
+            )
+            plugin = await api.get(resources.DAEMON_SETS, PLUGIN, kit.DRIVER_NAMESPACE)
+        except errors.NotFound:
+            return False
+        status = plugin.get("status") or {}
+        if generation is not None and status.get("observedGeneration") != generation:
+            return False
+        wanted = len(cluster.nodes)
+        return (
+            (deployment.get("status") or {}).get("readyReplicas") == 1
+            and status.get("desiredNumberScheduled") == wanted
+            and status.get("numberReady") == wanted
+        )
+
+    await kit.wait_until("the controller and the kubelet plugins ready", probe, within=150)
+
+
+def plugin_env(plugin: Obj) -> dict[str, Any]:
+    (container,) = plugin["spec"]["template"]["spec"]["containers"]
+    return {e["name"]: e.get("value") for e in container["env"]}
+
+
+async def test_install_upgrade_rollback_uninstall(bare_cluster: kit.Cluster) -> None:
+    cluster = bare_cluster
+    async with kit.api_of(cluster) as api:
+        assert await ours(api) == [], "sim up --manifests none installed something of ours"
+
+        installed = helm_on(
+            cluster, "install", RELEASE, str(CHART), f"--values={SIM_VALUES}", "--server-side=false"
+        )
+        assert "kubectl wait --for=condition=Ready computedomain/" in installed.stdout
+        await components_ready(api, cluster)
+        await kit.create_namespace(api, NS)
+        await kit.create_domain(api, NS, "job")
+        for index, node in enumerate(cluster.nodes):
+            await kit.create_worker(api, NS, "job", node, name=f"worker-{index}")
+        domain = await kit.domain_ready(api, cluster, NS, "job", within=150)
+        conditions = {c["type"]: c["status"] for c in domain["status"].get("conditions", [])}
+        assert conditions.get("Ready") == "True"  # what `kubectl wait --for=condition=Ready` reads
+
+        before = await api.get(resources.DAEMON_SETS, PLUGIN, kit.DRIVER_NAMESPACE)
+        assert plugin_env(before)["LOG_VERBOSITY"] == "4"
+        helm_on(
+            cluster,
+            "upgrade",
+            RELEASE,
+            str(CHART),
+            f"--values={SIM_VALUES}",
+            "--set=logVerbosity=6",
+        )
+        upgraded = await api.get(resources.DAEMON_SETS, PLUGIN, kit.DRIVER_NAMESPACE)
+        assert plugin_env(upgraded)["LOG_VERBOSITY"] == "6"
+        assert upgraded["spec"]["template"] != before["spec"]["template"]
+        assert upgraded["metadata"]["generation"] > before["metadata"]["generation"]
+        await components_ready(api, cluster, upgraded["metadata"]["generation"])
+
+        helm_on(cluster, "rollback", RELEASE, "1")
+        rolled_back = await api.get(resources.DAEMON_SETS, PLUGIN, kit.DRIVER_NAMESPACE)
+        assert rolled_back["spec"]["template"] == before["spec"]["template"]
+        assert rolled_back["metadata"]["generation"] > upgraded["metadata"]["generation"]
+        history = helm_on(cluster, "history", RELEASE, "--output=json").stdout
+        assert '"Rollback to 1"' in history
+        await components_ready(api, cluster, rolled_back["metadata"]["generation"])
+        await kit.domain_ready(api, cluster, NS, "job", within=150)
+
+        # An operator deletes the domains before uninstalling; the controller then removes
+        # their daemons and claim templates, so nothing the driver made is left either.
+        for index in range(len(cluster.nodes)):
+            await kit.delete_now(api, resources.PODS, f"worker-{index}", NS)
+        await api.delete(resources.COMPUTE_DOMAINS, "job", NS)
+        await kit.gone(api, resources.COMPUTE_DOMAINS, "job", NS, within=150)
+
+        helm_on(cluster, "uninstall", RELEASE)
+        await kit.gone(api, resources.NAMESPACES, kit.DRIVER_NAMESPACE, None, within=150)
+
+        # The kubelets delete the driver's ResourceSlices once its plugin has been gone for their
+        # wiping delay (30 s, as the real kubelet's).
+        async def nothing_of_ours() -> bool:
+            return await ours(api) == []
+
+        await kit.wait_until("nothing of ours left", nothing_of_ours, within=120)
+        assert helm_on(cluster, "list", "--all-namespaces", "--short").stdout.strip() == ""
+        records, _ = await api.list_all(resources.SECRETS, label_selector="owner=helm")
+        assert records == [], "helm's release records outlived the release"
+        crds, _ = await api.list_all(resources.CUSTOM_RESOURCE_DEFINITIONS)
+        expected = sorted(_crd_name(p) for p in (CHART / "crds").iterdir())
+        assert sorted(c["metadata"]["name"] for c in crds) == expected
+
+
+def _crd_name(path: Path) -> str:
+    """``resource.nvidia.com_computedomains.yaml`` -> ``computedomains.resource.nvidia.com``."""
+    group, plural = path.stem.split("_", 1)
+    return f"{plural}.{group}"
