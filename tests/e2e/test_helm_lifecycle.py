@@ -2,7 +2,8 @@
 --manifests none`` starts a cluster without our install; ``helm install`` (the chart with its
 ``ci/sim-values.yaml``) brings up the controller and the plugins, and a ComputeDomain with a
 worker on each node becomes Ready; ``helm upgrade`` with a changed value changes the plugin
-DaemonSet's pod template, ``helm rollback`` restores it, and ``helm uninstall`` leaves nothing of
+DaemonSet's pod template and the DaemonSet replaces its pods, ``helm rollback`` restores the
+template (and the pods are replaced again), and ``helm uninstall`` leaves nothing of
 ours but the CRDs (Helm never deletes what a chart's ``crds/`` installed).
 
 helm runs with ``--server-side=false``: Helm 4 applies server-side by default, which the
@@ -35,6 +36,7 @@ NS = "helm-life"
 RELEASE = "computedomain"
 SIM_VALUES = CHART / "ci" / "sim-values.yaml"
 OUR_LABEL = "app.kubernetes.io/name=computedomain"
+PLUGIN_PODS = f"{OUR_LABEL},app.kubernetes.io/component=kubelet-plugin"
 PLUGIN = "computedomain-kubelet-plugin"
 
 
@@ -87,7 +89,7 @@ async def ours(api: Api) -> list[str]:
 
 async def components_ready(api: Api, cluster: kit.Cluster, generation: int | None = None) -> None:
     """The controller Deployment and the plugin DaemonSet report every pod ready (and, when
-    given, the DaemonSet observed ``generation``)."""
+    given, the DaemonSet observed ``generation`` and runs it on every node)."""
 
     async def probe() -> bool:
         try:
@@ -98,9 +100,12 @@ async def components_ready(api: Api, cluster: kit.Cluster, generation: int | Non
         except errors.NotFound:
             return False
         status = plugin.get("status") or {}
-        if generation is not None and status.get("observedGeneration") != generation:
-            return False
         wanted = len(cluster.nodes)
+        if generation is not None and (
+            status.get("observedGeneration") != generation
+            or status.get("updatedNumberScheduled") != wanted
+        ):
+            return False
         return (
             (deployment.get("status") or {}).get("readyReplicas") == 1
             and status.get("desiredNumberScheduled") == wanted
@@ -111,8 +116,21 @@ async def components_ready(api: Api, cluster: kit.Cluster, generation: int | Non
 
 
 def plugin_env(plugin: Obj) -> dict[str, Any]:
-    (container,) = plugin["spec"]["template"]["spec"]["containers"]
+    """The environment of the plugin's container in a DaemonSet's template or in a pod."""
+    spec = plugin["spec"]["template"]["spec"] if "template" in plugin["spec"] else plugin["spec"]
+    (container,) = spec["containers"]
     return {e["name"]: e.get("value") for e in container["env"]}
+
+
+async def plugin_pods(api: Api, cluster: kit.Cluster) -> list[Obj]:
+    """The running plugin pods, one per node."""
+    return await kit.pods_running(
+        api, cluster, kit.DRIVER_NAMESPACE, selector=PLUGIN_PODS, count=len(cluster.nodes)
+    )
+
+
+def uids(pods: list[Obj]) -> set[str]:
+    return {p["metadata"]["uid"] for p in pods}
 
 
 async def test_install_upgrade_rollback_uninstall(bare_cluster: kit.Cluster) -> None:
@@ -135,6 +153,7 @@ async def test_install_upgrade_rollback_uninstall(bare_cluster: kit.Cluster) -> 
 
         before = await api.get(resources.DAEMON_SETS, PLUGIN, kit.DRIVER_NAMESPACE)
         assert plugin_env(before)["LOG_VERBOSITY"] == "4"
+        first = await plugin_pods(api, cluster)
         helm_on(
             cluster,
             "upgrade",
@@ -148,6 +167,9 @@ async def test_install_upgrade_rollback_uninstall(bare_cluster: kit.Cluster) -> 
         assert upgraded["spec"]["template"] != before["spec"]["template"]
         assert upgraded["metadata"]["generation"] > before["metadata"]["generation"]
         await components_ready(api, cluster, upgraded["metadata"]["generation"])
+        rolled = await plugin_pods(api, cluster)
+        assert not uids(rolled) & uids(first), "the upgrade did not replace the plugin pods"
+        assert {plugin_env(p)["LOG_VERBOSITY"] for p in rolled} == {"6"}
 
         helm_on(cluster, "rollback", RELEASE, "1")
         rolled_back = await api.get(resources.DAEMON_SETS, PLUGIN, kit.DRIVER_NAMESPACE)
@@ -156,6 +178,9 @@ async def test_install_upgrade_rollback_uninstall(bare_cluster: kit.Cluster) -> 
         history = helm_on(cluster, "history", RELEASE, "--output=json").stdout
         assert '"Rollback to 1"' in history
         await components_ready(api, cluster, rolled_back["metadata"]["generation"])
+        restored = await plugin_pods(api, cluster)
+        assert not uids(restored) & uids(rolled), "the rollback did not replace the plugin pods"
+        assert {plugin_env(p)["LOG_VERBOSITY"] for p in restored} == {"4"}
         await kit.domain_ready(api, cluster, NS, "job", within=150)
 
         # An operator deletes the domains before uninstalling; the controller then removes
