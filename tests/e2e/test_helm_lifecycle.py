@@ -1,10 +1,11 @@
 """The Helm chart's life on the simulated cluster, with the real helm binary: ``sim up
 --manifests none`` starts a cluster without our install; ``helm install`` (the chart with its
 ``ci/sim-values.yaml``) brings up the controller and the plugins, and a ComputeDomain with a
-worker on each node becomes Ready; ``helm upgrade`` with a changed value changes the plugin
-DaemonSet's pod template and the DaemonSet replaces its pods, ``helm rollback`` restores the
-template (and the pods are replaced again), and ``helm uninstall`` leaves nothing of
-ours but the CRDs (Helm never deletes what a chart's ``crds/`` installed).
+worker on each node becomes Ready, as the kubectl commands of the chart's NOTES say; ``helm
+upgrade`` with a changed value changes the plugin DaemonSet's pod template and the DaemonSet
+replaces its pods, ``helm rollback`` restores the template (and the pods are replaced again),
+and ``helm uninstall`` leaves nothing of ours but the CRDs (Helm never deletes what a chart's
+``crds/`` installed).
 
 helm runs with ``--server-side=false``: Helm 4 applies server-side by default, which the
 embedded API server does not implement yet, so the client-side apply (Helm 3's update path)
@@ -14,6 +15,8 @@ embedded server does not serve; the test waits on the objects' status itself.
 
 from __future__ import annotations
 
+import asyncio
+import shlex
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,7 +28,7 @@ from computedomain.api import names
 from computedomain.kube import errors, resources
 from computedomain.kube.rest import Api
 from computedomain_sim.cluster import install
-from tests.unit.deployments.chart import CHART, helm, render
+from tests.unit.deployments.chart import CHART, REPO, helm, render
 
 from . import kit
 
@@ -38,6 +41,7 @@ SIM_VALUES = CHART / "ci" / "sim-values.yaml"
 OUR_LABEL = "app.kubernetes.io/name=computedomain"
 PLUGIN_PODS = f"{OUR_LABEL},app.kubernetes.io/component=kubelet-plugin"
 PLUGIN = "computedomain-kubelet-plugin"
+KUBECTL = REPO / ".venv" / "bin" / "kubectl"
 
 
 def chart_kinds() -> list[resources.Resource]:
@@ -61,6 +65,25 @@ def bare_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[kit.Clust
 
 def helm_on(cluster: kit.Cluster, *args: str) -> subprocess.CompletedProcess[str]:
     return helm(*args, f"--kubeconfig={cluster.kubeconfig}")
+
+
+def notes_commands(notes: str) -> list[list[str]]:
+    """The kubectl commands the chart's NOTES tell the operator to run, for domain ``job``."""
+    commands = [
+        shlex.split(line.replace("<name>", "job").replace("<namespace>", NS))[1:]
+        for line in notes.splitlines()
+        if line.startswith("  kubectl ")
+    ]
+    assert any("--for=condition=Ready" in c for c in commands), notes
+    return commands
+
+
+def kubectl_on(cluster: kit.Cluster, args: list[str]) -> subprocess.CompletedProcess[str]:
+    assert KUBECTL.is_file(), f"{KUBECTL} is missing: `make venv` installs kubectl with helm"
+    return subprocess.run(
+        [str(KUBECTL), f"--kubeconfig={cluster.kubeconfig}", *args],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
 
 
 async def ours(api: Api) -> list[str]:
@@ -141,15 +164,15 @@ async def test_install_upgrade_rollback_uninstall(bare_cluster: kit.Cluster) -> 
         installed = helm_on(
             cluster, "install", RELEASE, str(CHART), f"--values={SIM_VALUES}", "--server-side=false"
         )
-        assert "kubectl wait --for=condition=Ready computedomain/" in installed.stdout
         await components_ready(api, cluster)
         await kit.create_namespace(api, NS)
         await kit.create_domain(api, NS, "job")
         for index, node in enumerate(cluster.nodes):
             await kit.create_worker(api, NS, "job", node, name=f"worker-{index}")
-        domain = await kit.domain_ready(api, cluster, NS, "job", within=150)
-        conditions = {c["type"]: c["status"] for c in domain["status"].get("conditions", [])}
-        assert conditions.get("Ready") == "True"  # what `kubectl wait --for=condition=Ready` reads
+        await kit.domain_ready(api, cluster, NS, "job", within=150)
+        for command in notes_commands(installed.stdout):
+            done = await asyncio.to_thread(kubectl_on, cluster, command)
+            assert done.returncode == 0, f"{command}: {done.stderr}"
 
         before = await api.get(resources.DAEMON_SETS, PLUGIN, kit.DRIVER_NAMESPACE)
         assert plugin_env(before)["LOG_VERBOSITY"] == "4"
