@@ -7,10 +7,10 @@ replaces its pods, ``helm rollback`` restores the template (and the pods are rep
 and ``helm uninstall`` leaves nothing of ours but the CRDs (Helm never deletes what a chart's
 ``crds/`` installed).
 
-helm runs with ``--server-side=false``: Helm 4 applies server-side by default, which the
-embedded API server does not implement yet, so the client-side apply (Helm 3's update path)
-is used. helm's ``--wait`` is not used either: it reads a Deployment's ReplicaSets, which the
-embedded server does not serve; the test waits on the objects' status itself.
+helm applies server-side (Helm 4's default, said explicitly), so the embedded API server's
+server-side apply is what installs, upgrades and rolls back. helm's ``--wait`` is not used: it
+reads a Deployment's ReplicaSets, which the embedded server does not serve; the test waits on
+the objects' status itself.
 """
 
 from __future__ import annotations
@@ -161,9 +161,7 @@ async def test_install_upgrade_rollback_uninstall(bare_cluster: kit.Cluster) -> 
     async with kit.api_of(cluster) as api:
         assert await ours(api) == [], "sim up --manifests none installed something of ours"
 
-        installed = helm_on(
-            cluster, "install", RELEASE, str(CHART), f"--values={SIM_VALUES}", "--server-side=false"
-        )
+        installed = helm_on(cluster, "install", RELEASE, str(CHART), f"--values={SIM_VALUES}")
         await components_ready(api, cluster)
         await kit.create_namespace(api, NS)
         await kit.create_domain(api, NS, "job")
@@ -184,6 +182,7 @@ async def test_install_upgrade_rollback_uninstall(bare_cluster: kit.Cluster) -> 
             str(CHART),
             f"--values={SIM_VALUES}",
             "--set=logVerbosity=6",
+            "--server-side=true",
         )
         upgraded = await api.get(resources.DAEMON_SETS, PLUGIN, kit.DRIVER_NAMESPACE)
         assert plugin_env(upgraded)["LOG_VERBOSITY"] == "6"
@@ -194,7 +193,7 @@ async def test_install_upgrade_rollback_uninstall(bare_cluster: kit.Cluster) -> 
         assert not uids(rolled) & uids(first), "the upgrade did not replace the plugin pods"
         assert {plugin_env(p)["LOG_VERBOSITY"] for p in rolled} == {"6"}
 
-        helm_on(cluster, "rollback", RELEASE, "1")
+        helm_on(cluster, "rollback", RELEASE, "1", "--server-side=true")
         rolled_back = await api.get(resources.DAEMON_SETS, PLUGIN, kit.DRIVER_NAMESPACE)
         assert rolled_back["spec"]["template"] == before["spec"]["template"]
         assert rolled_back["metadata"]["generation"] > upgraded["metadata"]["generation"]
