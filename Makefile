@@ -11,7 +11,7 @@ PLUGIN_PACKAGES := $(filter-out %.egg-info,$(wildcard plugins/*/computedomain_*)
 PLUGIN_TESTS := $(wildcard plugins/*/tests)
 PYTEST_ARGS ?=
 
-.PHONY: all venv system-deps bytecode demo test scenarios lint typecheck unit proto docs bench faults clean
+.PHONY: all venv system-deps bytecode demo test scenarios lint typecheck unit proto docs chart bench faults clean
 
 all: test
 
@@ -101,6 +101,10 @@ proto: venv
 # docs/configuration.md from the programs' flag declarations (a test fails when it is stale).
 docs: venv
 	$(PY) -m computedomain.cli.docs
+
+# The Helm chart's templates and CRDs from deployments/base (a test fails when they are stale).
+chart: venv
+	$(PY) deployments/helm/generator
 
 bench: bytecode
 	@for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from computedomain.cli.main import Commands
 
 DEFAULT_STATE = Path(".sim")
+NO_MANIFESTS = "none"
 
 
 def register(commands: Commands) -> None:
@@ -47,7 +48,11 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
         "--profile", default="gb200", help="fake NVML hardware profile of every node"
     )
     parser.add_argument(
-        "--manifests", type=Path, default=DEFAULT_MANIFESTS, help="kustomization to install"
+        "--manifests",
+        type=manifests_argument,
+        default=DEFAULT_MANIFESTS,
+        help="kustomization to install; 'none' installs nothing of ours (then install with "
+        "helm, see deployments/helm), and ./none names a directory called none",
     )
     parser.add_argument(
         "--imex-path",
@@ -82,6 +87,11 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def manifests_argument(text: str) -> Path | None:
+    """``--manifests``: a kustomization directory, or None for ``none``."""
+    return None if text == NO_MANIFESTS else Path(text)
+
+
 def run_arguments(args: argparse.Namespace) -> list[str]:
     """The ``sim run`` arguments for ``sim up``'s parsed flags."""
     out = [
@@ -89,7 +99,7 @@ def run_arguments(args: argparse.Namespace) -> list[str]:
         f"--racks={args.racks}",
         f"--nodes-per-rack={args.nodes_per_rack}",
         f"--profile={args.profile}",
-        f"--manifests={args.manifests}",
+        f"--manifests={NO_MANIFESTS if args.manifests is None else args.manifests.absolute()}",
         f"--port={args.port}",
         f"--timeout={args.timeout}",
     ]

@@ -11,11 +11,21 @@ pods on a node are deleted, oldest kept; a node with a terminating pod gets no n
 old one is gone; a DaemonSet being deleted creates nothing. Pods are bound to their node through
 required node affinity ``matchFields metadata.name In [node]`` (the scheduler binds them), carry
 a controller ownerReference and the DaemonSet's default tolerations.
+
+Rolling updates: every pod carries the hash of the template it was made from
+(``controller-revision-hash``). With ``updateStrategy`` RollingUpdate (the default), a pod of an
+older template is deleted (and then replaced) at once when it is not ready, and otherwise while
+fewer than ``maxUnavailable`` nodes (default 1; a percentage of the desired nodes, rounded up)
+lack a ready pod; OnDelete leaves it. A pod without the label (not made by this controller) is
+left alone. ``updatedNumberScheduled`` counts the nodes running the current template.
 """
 
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -24,6 +34,7 @@ import attrs
 from computedomain_sim.scheduler import placement
 
 __all__ = [
+    "REVISION_LABEL",
     "CreatePod",
     "DaemonSetPlan",
     "DeletePod",
@@ -31,9 +42,12 @@ __all__ = [
     "plan",
     "pod_for_node",
     "should_run",
+    "template_hash",
 ]
 
 Obj = Mapping[str, Any]
+
+REVISION_LABEL = "controller-revision-hash"
 
 # What the real DaemonSet controller adds to every daemon pod, so that node conditions do not
 # evict or block it.
@@ -122,9 +136,13 @@ def plan(
         ).append(pod)
     creates: list[CreatePod] = []
     deletes: list[DeletePod] = []
-    desired = current = misscheduled = ready = 0
+    desired = current = misscheduled = ready = updated = unavailable = 0
     if probe is None:
         probe = pod_for_node(ds, node_name=None, name="probe")
+    revision = probe["metadata"]["labels"][REVISION_LABEL]
+    strategy = (ds.get("spec") or {}).get("updateStrategy") or {}
+    rolling = strategy.get("type", "RollingUpdate") == "RollingUpdate"
+    outdated: list[Obj] = []
     for node in sorted(nodes, key=lambda n: str(n["metadata"]["name"])):
         node_name = str(node["metadata"]["name"])
         schedule, keep = should_run(ds, node, probe=probe)
@@ -149,10 +167,23 @@ def plan(
             deletes.extend(_delete(p, "more than one daemon pod on the node") for p in running[1:])
             if schedule and not node_pods and not terminating:
                 creates.append(CreatePod(node_name, pod_for_node(ds, node_name, names[node_name])))
+            if schedule:
+                kept = running[0] if running else None
+                labels = (kept or {}).get("metadata", {}).get("labels") or {}
+                old = kept is not None and labels.get(REVISION_LABEL, revision) != revision
+                updated += 1 if kept is not None and not old else 0
+                unavailable += 0 if kept is not None and _pod_ready(kept) else 1
+                if old and rolling and kept is not None:
+                    if _pod_ready(kept):
+                        outdated.append(kept)
+                    else:
+                        deletes.append(_delete(kept, "the daemon pod is outdated and not ready"))
         else:
             deletes.extend(_delete(p, "the node no longer fits the daemon") for p in live)
     for leftover in by_node.values():  # pods on nodes that no longer exist: pod GC removes them
         misscheduled += sum(1 for p in leftover if not p["metadata"].get("deletionTimestamp"))
+    budget = _max_unavailable(strategy, desired) - unavailable
+    deletes.extend(_delete(p, "the daemon pod is outdated") for p in outdated[: max(budget, 0)])
     status = {
         "currentNumberScheduled": current,
         "desiredNumberScheduled": desired,
@@ -160,7 +191,7 @@ def plan(
         "numberReady": ready,
         "numberAvailable": ready,
         "numberUnavailable": max(desired - ready, 0),
-        "updatedNumberScheduled": current,
+        "updatedNumberScheduled": updated,
         "observedGeneration": int((ds.get("metadata") or {}).get("generation") or 1),
     }
     return DaemonSetPlan(tuple(creates), tuple(deletes), status)
@@ -177,6 +208,7 @@ def pod_for_node(ds: Obj, node_name: str | None, name: str) -> dict[str, Any]:
     meta["labels"] = {
         **(meta.get("labels") or {}),
         "pod-template-generation": str(ds_meta.get("generation") or 1),
+        REVISION_LABEL: template_hash(template),
     }
     meta["ownerReferences"] = [
         {
@@ -202,6 +234,20 @@ def pod_for_node(ds: Obj, node_name: str | None, name: str) -> dict[str, Any]:
         affinity["nodeAffinity"] = node_affinity
         spec["affinity"] = affinity
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+
+
+def template_hash(template: Obj) -> str:
+    """A short hash of a pod template: pods made from equal templates carry the same. Pure."""
+    text = json.dumps(template, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:10]
+
+
+def _max_unavailable(strategy: Obj, desired: int) -> int:
+    """The rolling update's ``maxUnavailable`` for ``desired`` nodes (at least 1). Pure."""
+    value = (strategy.get("rollingUpdate") or {}).get("maxUnavailable", 1)
+    if isinstance(value, str) and value.endswith("%"):
+        value = math.ceil(desired * int(value[:-1]) / 100)
+    return max(int(value), 1)
 
 
 def affinity_node(pod: Obj) -> str:

@@ -106,7 +106,11 @@ def test_pods_are_bound_owned_and_tolerant_like_the_real_controller() -> None:
             "blockOwnerDeletion": True,
         }
     ]
-    assert meta["labels"] == {"app": "d", "pod-template-generation": "3"}
+    assert meta["labels"] == {
+        "app": "d",
+        "pod-template-generation": "3",
+        daemonset.REVISION_LABEL: daemonset.template_hash(ds()["spec"]["template"]),
+    }
     assert spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] == {
         "nodeSelectorTerms": [
             {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n0"]}]}
@@ -213,3 +217,87 @@ def test_the_probe_pod_is_made_once_per_generation() -> None:
     assert {"key": "k", "operator": "Exists"} in changed["spec"]["tolerations"]
     controller._forget(edited)
     assert controller._probe(edited) is not changed
+
+
+def made_by(
+    the_ds: dict[str, Any], name: str, node_name: str, *, ready: bool = True
+) -> dict[str, Any]:
+    """A running pod of ``node_name`` made from ``the_ds``'s template (its revision label)."""
+    made = pod(name, node_name, ready=ready)
+    made["metadata"]["labels"] = daemonset.pod_for_node(the_ds, node_name, name)["metadata"][
+        "labels"
+    ]
+    return made
+
+
+def edited(**spec: Any) -> dict[str, Any]:
+    """``ds()`` with another template, one generation later."""
+    new = ds(tolerations=[{"key": "k", "operator": "Exists"}], **spec)
+    new["metadata"]["generation"] = 4
+    return new
+
+
+def test_equal_templates_hash_equal_and_a_changed_one_differently() -> None:
+    assert daemonset.template_hash(ds()["spec"]["template"]) == daemonset.template_hash(
+        ds()["spec"]["template"]
+    )
+    assert daemonset.template_hash(ds()["spec"]["template"]) != daemonset.template_hash(
+        edited()["spec"]["template"]
+    )
+
+
+def test_pods_of_the_current_template_are_kept_and_counted_updated() -> None:
+    nodes = [node("n0"), node("n1")]
+    pods = [made_by(ds(), "d-a", "n0"), made_by(ds(), "d-b", "n1")]
+    plan = daemonset.plan(ds(), nodes, pods, NAMES)
+    assert (plan.creates, plan.deletes) == ((), ())
+    assert plan.status["updatedNumberScheduled"] == 2
+
+
+def test_a_changed_template_replaces_one_ready_pod_at_a_time_by_default() -> None:
+    nodes = [node("n0"), node("n1"), node("n2")]
+    pods = [made_by(ds(), f"d-{i}", f"n{i}") for i in range(3)]
+    plan = daemonset.plan(edited(), nodes, pods, NAMES)
+    assert deleted(plan) == ["d-0"]
+    assert plan.creates == ()
+    assert plan.status["updatedNumberScheduled"] == 0
+
+
+def test_max_unavailable_100_percent_replaces_every_pod_at_once() -> None:
+    nodes = [node("n0"), node("n1"), node("n2")]
+    pods = [made_by(ds(), f"d-{i}", f"n{i}") for i in range(3)]
+    strategy = {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "100%"}}
+    the_ds = edited()
+    the_ds["spec"]["updateStrategy"] = strategy
+    assert sorted(deleted(daemonset.plan(the_ds, nodes, pods, NAMES))) == ["d-0", "d-1", "d-2"]
+
+
+def test_an_unavailable_node_uses_up_the_budget_but_its_outdated_pod_goes_at_once() -> None:
+    nodes = [node("n0"), node("n1"), node("n2")]
+    pods = [made_by(ds(), "d-0", "n0", ready=False)]
+    pods += [made_by(ds(), f"d-{i}", f"n{i}") for i in (1, 2)]
+    plan = daemonset.plan(edited(), nodes, pods, NAMES)
+    assert deleted(plan) == ["d-0"]
+
+
+def test_a_replaced_pod_comes_back_with_the_new_template_once_the_old_one_is_gone() -> None:
+    the_ds = edited()
+    terminating = made_by(ds(), "d-0", "n0")
+    terminating["metadata"]["deletionTimestamp"] = "x"
+    assert created_on(daemonset.plan(the_ds, [node("n0")], [terminating], NAMES)) == []
+    (create,) = daemonset.plan(the_ds, [node("n0")], [], NAMES).creates
+    labels = create.pod["metadata"]["labels"]
+    assert labels[daemonset.REVISION_LABEL] == daemonset.template_hash(the_ds["spec"]["template"])
+
+
+def test_on_delete_leaves_outdated_pods_running() -> None:
+    the_ds = edited()
+    the_ds["spec"]["updateStrategy"] = {"type": "OnDelete"}
+    plan = daemonset.plan(the_ds, [node("n0")], [made_by(ds(), "d-0", "n0")], NAMES)
+    assert plan.deletes == ()
+    assert plan.status["updatedNumberScheduled"] == 0
+
+
+def test_a_pod_without_a_revision_label_is_left_alone() -> None:
+    plan = daemonset.plan(edited(), [node("n0")], [pod("d-0", "n0")], NAMES)
+    assert (plan.creates, plan.deletes) == ((), ())
