@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import re
 import subprocess
 import sys
 import uuid
@@ -224,3 +225,17 @@ def test_library_missing(tmp_path: Path) -> None:
     )
     code = NVML_ERROR_LIBRARY_NOT_FOUND
     assert done.stdout.strip() == f"{code} nvmlInitWithFlags: ERROR_LIBRARY_NOT_FOUND"
+
+
+def test_exports_exactly_the_documented_symbols(mock_library: Path) -> None:
+    text = (Path(__file__).resolve().parents[3] / "docs/nvml-mock.md").read_text()
+    listed = text.split("<!-- exported-symbols")[1].split("<!-- end exported-symbols")[0]
+    documented = set(re.findall(r"`(nvml\w+)`", listed))
+    table = subprocess.run(
+        ["nm", "-D", "--defined-only", str(mock_library)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    exported = {line.split()[-1] for line in table.splitlines() if line.strip()}
+    assert exported == documented
