@@ -43,9 +43,8 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--racks", type=int, default=2, help="racks (NVLink cliques)")
     parser.add_argument("--nodes-per-rack", type=int, default=2, help="nodes in each rack")
-    parser.add_argument(
-        "--profile", default="gb200", help="fake NVML hardware profile of every node"
-    )
+    parser.add_argument("--profile", default="gb200", help="NVML hardware profile of every node")
+    add_nvml_backend_argument(parser)
     parser.add_argument(
         "--manifests", type=Path, default=DEFAULT_MANIFESTS, help="kustomization to install"
     )
@@ -82,6 +81,16 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_nvml_backend_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--nvml-backend",
+        choices=["fake", "real"],
+        default="fake",
+        help="the NVML of every node's plugin: the fake backend, or the real backend (pynvml) "
+        "on the mock NVML library, built with 'make nvml-mock' (docs/nvml-mock.md)",
+    )
+
+
 def run_arguments(args: argparse.Namespace) -> list[str]:
     """The ``sim run`` arguments for ``sim up``'s parsed flags."""
     out = [
@@ -89,6 +98,7 @@ def run_arguments(args: argparse.Namespace) -> list[str]:
         f"--racks={args.racks}",
         f"--nodes-per-rack={args.nodes_per_rack}",
         f"--profile={args.profile}",
+        f"--nvml-backend={args.nvml_backend}",
         f"--manifests={args.manifests}",
         f"--port={args.port}",
         f"--timeout={args.timeout}",

@@ -7,7 +7,6 @@ which the library reads at each first ``nvmlInit``.
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -16,25 +15,21 @@ import pytest
 
 from computedomain.nvml import hardware
 from computedomain.nvml.real import RealNvml
-
-REPO = Path(__file__).resolve().parents[3]
-LIBRARY = REPO / "build/nvml-mock/libnvidia-ml.so.1"
+from computedomain_sim import nvmlmock
 
 
 @pytest.fixture(scope="session")
 def mock_library() -> Path:
     """The built library (``make nvml-mock``: up to date in milliseconds when nothing changed)."""
-    subprocess.run(["make", "-s", "-C", str(REPO), "nvml-mock"], check=True)
-    return LIBRARY
+    return nvmlmock.build()
 
 
 @pytest.fixture
 def driver_root(tmp_path: Path, mock_library: Path) -> Path:
     """A container driver root with the mock library where the real backend looks first."""
-    libdir = tmp_path / "driver-root/usr/lib64"
-    libdir.mkdir(parents=True)
-    (libdir / "libnvidia-ml.so.1").symlink_to(mock_library)
-    return tmp_path / "driver-root"
+    root = tmp_path / "driver-root"
+    nvmlmock.install(root, mock_library)
+    return root
 
 
 @pytest.fixture
