@@ -23,7 +23,7 @@ from computedomain.nvml.types import NVML_ERROR_UNKNOWN, NVML_SUCCESS
 
 GB200: dict[str, Any] = json.loads(fake.Profile.GB200.path.read_text())
 
-Verdict = Callable[[str], str | None]
+Verdict = Callable[[str | bytes], str | None]
 
 
 def test_every_profile_has_a_document_and_round_trips() -> None:
@@ -61,8 +61,8 @@ def c_verdict(
     monkeypatch.setenv("NVML_MOCK_PROFILE", str(path))
     prefix = f"nvml-mock: profile {path} (NVML_MOCK_PROFILE): "
 
-    def verdict(text: str) -> str | None:
-        path.write_bytes(text.encode())
+    def verdict(text: str | bytes) -> str | None:
+        path.write_bytes(text if isinstance(text, bytes) else text.encode())
         capfd.readouterr()
         code = library.nvmlInit_v2()
         if code == NVML_SUCCESS:
@@ -241,3 +241,20 @@ def test_readers_agree_on_any_one_field_change(
 ) -> None:
     text = mutated(path, value)
     assert c_verdict(text) == python_verdict(text)
+
+
+def test_every_truncated_profile_is_refused_by_both(c_verdict: Verdict) -> None:
+    text = fake.Profile.MIXED_CLIQUES.path.read_text().rstrip()
+    for end in range(0, len(text), 3):
+        assert c_verdict(text[:end]) is not None
+        assert python_verdict(text[:end]) is not None
+
+
+@settings(max_examples=100, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.binary(max_size=300) | st.builds(lambda b: b"{" + b, st.binary(max_size=300)))
+def test_any_bytes_are_refused_with_a_message(c_verdict: Verdict, blob: bytes) -> None:
+    message = c_verdict(blob)
+    assert message is not None
+    field, _, reason = message.partition(": ")  # one line: what is wrong, then why
+    assert field
+    assert reason
