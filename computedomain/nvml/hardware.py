@@ -295,6 +295,14 @@ def parse(data: object) -> Document:
     )
 
 
+def decode(data: bytes) -> str:
+    """A profile file's text; ConfigError unless it is UTF-8 (as the C reader requires)."""
+    try:
+        return data.decode()
+    except UnicodeDecodeError:
+        raise ConfigError("", "not valid JSON: not UTF-8 text") from None
+
+
 def loads(text: str) -> Document:
     """Parse a JSON profile document; ConfigError for bad JSON or a bad field."""
     try:
@@ -323,7 +331,7 @@ def _unique_members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 def read(path: Path) -> Document:
     """Read and parse one profile file; ConfigError naming the file."""
     try:
-        return loads(path.read_text())
+        return loads(decode(path.read_bytes()))
     except OSError as exc:
         raise ConfigError(str(path), f"cannot read: {exc.strerror or exc}") from None
     except ConfigError as exc:

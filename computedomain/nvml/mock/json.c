@@ -72,8 +72,10 @@ static int parse_integer(struct parser *p, struct json_value *out) {
         if (c >= '0' && c <= '9') return fail(p, "numbers must not have leading zeros");
     } else {
         for (; c >= '0' && c <= '9'; c = peek(p)) {
-            magnitude = magnitude * 10 + (unsigned long long)(c - '0');
-            if (magnitude > (unsigned long long)LLONG_MAX) return fail(p, "number out of range");
+            unsigned long long digit = (unsigned long long)(c - '0');
+            if (magnitude > ((unsigned long long)LLONG_MAX - digit) / 10)
+                return fail(p, "number out of range");
+            magnitude = magnitude * 10 + digit;
             advance(p);
         }
     }
@@ -287,11 +289,47 @@ static int parse_value(struct parser *p, struct json_value *out, int depth) {
     }
 }
 
+/* Whether text[0..length) is well-formed UTF-8 (no overlong forms, surrogates or values past
+ * U+10FFFF), as a strict decoder reads it. */
+static int valid_utf8(const unsigned char *text, size_t length) {
+    size_t i = 0;
+    while (i < length) {
+        unsigned char lead = text[i];
+        size_t extra;
+        unsigned char low = 0x80, high = 0xBF; /* the range of the second byte */
+        if (lead < 0x80) {
+            i++;
+            continue;
+        } else if (lead >= 0xC2 && lead <= 0xDF) {
+            extra = 1;
+        } else if (lead >= 0xE0 && lead <= 0xEF) {
+            extra = 2;
+            if (lead == 0xE0) low = 0xA0;
+            if (lead == 0xED) high = 0x9F;
+        } else if (lead >= 0xF0 && lead <= 0xF4) {
+            extra = 3;
+            if (lead == 0xF0) low = 0x90;
+            if (lead == 0xF4) high = 0x8F;
+        } else {
+            return 0;
+        }
+        if (length - i <= extra || text[i + 1] < low || text[i + 1] > high) return 0;
+        for (size_t k = 2; k <= extra; k++)
+            if (text[i + k] < 0x80 || text[i + k] > 0xBF) return 0;
+        i += extra + 1;
+    }
+    return 1;
+}
+
 int json_parse(const char *text, size_t length, struct json_value *out, char *error,
                size_t error_size) {
     struct parser p = {text, length, 0, 1, 1, error, error_size};
     memset(out, 0, sizeof *out);
     if (error_size > 0) error[0] = '\0';
+    if (!valid_utf8((const unsigned char *)text, length)) {
+        snprintf(error, error_size, "not UTF-8 text");
+        return -1;
+    }
     if (parse_value(&p, out, 0) == 0) {
         skip_space(&p);
         if (p.pos == p.length) return 0;

@@ -77,9 +77,9 @@ def c_verdict(
     return verdict
 
 
-def python_verdict(text: str) -> str | None:
+def python_verdict(text: str | bytes) -> str | None:
     try:
-        hardware.loads(text)
+        hardware.loads(hardware.decode(text) if isinstance(text, bytes) else text)
     except ConfigError as exc:
         return str(exc)
     return None
@@ -207,9 +207,10 @@ def test_both_readers_accept_every_profile(c_verdict: Verdict) -> None:
         assert python_verdict(text) is None
 
 
-# Any JSON value the C reader's grammar and Python's agree on: no floats, no NUL characters, no
-# characters outside the BMP (both are refused by the C reader's JSON layer alone).
-_TEXT = st.text(st.characters(min_codepoint=1, max_codepoint=0xFFFF, exclude_categories=["Cs"]))
+# Any JSON value but floats and NUL characters (the C reader's JSON layer alone refuses both),
+# written as UTF-8 (json.dumps would escape characters past U+FFFF as surrogate pairs, which the C
+# reader does not decode).
+_TEXT = st.text(st.characters(min_codepoint=1, exclude_categories=["Cs"]))
 _VALUES = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**40), 2**40) | _TEXT,
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_TEXT, inner, max_size=3),
@@ -258,3 +259,16 @@ def test_any_bytes_are_refused_with_a_message(c_verdict: Verdict, blob: bytes) -
     field, _, reason = message.partition(": ")  # one line: what is wrong, then why
     assert field
     assert reason
+    assert python_verdict(blob) is not None
+
+
+@pytest.mark.parametrize(
+    "blob",
+    [b"\xff", b"\xc0\x80", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xe2\x82", b"\xf0\x9f\x98"],
+    ids=["invalid byte", "overlong", "surrogate", "past U+10FFFF", "cut short", "cut short 4"],
+)
+def test_text_that_is_not_utf8_is_refused_by_both(c_verdict: Verdict, blob: bytes) -> None:
+    text = mutated(("description",), "x").encode().replace(b'"x"', b'"' + blob + b'"')
+    assert c_verdict(text) == python_verdict(text) == "not valid JSON: not UTF-8 text"
+    fine = text.replace(blob, "é€😀".encode())
+    assert c_verdict(fine) is python_verdict(fine) is None
