@@ -23,7 +23,6 @@ from computedomain.nvml import clique, fake, hardware
 from computedomain.nvml.real import RealNvml
 from computedomain.nvml.types import (
     NVML_ERROR_ARGUMENT_VERSION_MISMATCH,
-    NVML_ERROR_FUNCTION_NOT_FOUND,
     NVML_ERROR_LIBRARY_NOT_FOUND,
     NVML_ERROR_UNKNOWN,
     FabricInfo,
@@ -171,9 +170,40 @@ def test_symbols_it_does_not_export_are_function_not_found(serve: Serve) -> None
         handle = pynvml.nvmlDeviceGetHandleByIndex(0)
         with pytest.raises(pynvml.NVMLError_FunctionNotFound):
             pynvml.nvmlDeviceGetMemoryInfo(handle)
-        assert str(pynvml.NVMLError(NVML_ERROR_FUNCTION_NOT_FOUND)) == "Function Not Found"
     finally:
         pynvml.nvmlShutdown()
+
+
+def test_the_older_entry_points(serve: Serve) -> None:
+    """The unsuffixed and _v2 symbols pynvml no longer calls, called through ctypes."""
+    doc = fake.document(fake.Profile.H100)
+    serve(doc).driver_version()
+    library = pynvml.nvmlLib
+    assert library.nvmlInit_v2() == 0
+    assert library.nvmlInit() == 0
+    try:
+        count = ctypes.c_uint()
+        assert library.nvmlDeviceGetCount(ctypes.byref(count)) == 0
+        assert count.value == len(doc.gpus) == 8
+        handle = pynvml.c_nvmlDevice_t()
+        assert library.nvmlDeviceGetHandleByIndex(ctypes.c_uint(7), ctypes.byref(handle)) == 0
+        for symbol in ("nvmlDeviceGetPciInfo", "nvmlDeviceGetPciInfo_v2"):
+            pci = pynvml.nvmlPciInfo_v2_t()
+            assert getattr(library, symbol)(handle, ctypes.byref(pci)) == 0
+            assert (pci.busId, pci.bus, pci.pciDeviceId) == ("0000:DB:00.0", 0xDB, 0x233010DE)
+        small = ctypes.create_string_buffer(8)
+        assert library.nvmlDeviceGetName(handle, small, ctypes.c_uint(8)) == 7  # too small
+        legacy = pynvml.c_nvmlGpuFabricInfo_t()
+        assert library.nvmlDeviceGetGpuFabricInfo(handle, ctypes.byref(legacy)) == 3
+        # Codes pynvml has no text for come from nvmlErrorString.
+        assert str(pynvml.NVMLError(NVML_ERROR_ARGUMENT_VERSION_MISMATCH)) == (
+            "Argument Version Mismatch"
+        )
+    finally:
+        assert library.nvmlShutdown() == 0
+        assert library.nvmlShutdown() == 0
+    assert library.nvmlShutdown() == 1  # UNINITIALIZED: shutdown is reference-counted
+    assert library.nvmlDeviceGetCount(ctypes.byref(ctypes.c_uint())) == 1
 
 
 def test_init_failure_is_translated(serve: Serve) -> None:
