@@ -11,7 +11,7 @@ PLUGIN_PACKAGES := $(filter-out %.egg-info,$(wildcard plugins/*/computedomain_*)
 PLUGIN_TESTS := $(wildcard plugins/*/tests)
 PYTEST_ARGS ?=
 
-.PHONY: all venv system-deps bytecode demo test scenarios lint typecheck unit proto docs chart bench faults clean
+.PHONY: all venv system-deps bytecode nvml-mock demo test scenarios lint typecheck unit proto docs chart bench faults clean
 
 all: test
 
@@ -62,6 +62,20 @@ venv: $(STAMP) $(KUBE_TOOLS) $(PROTO_DESCRIPTORS)
 bytecode: venv
 	$(PY) -m compileall -q -j 0 computedomain sim/computedomain_sim $(dir $(PLUGINS)) >/dev/null
 
+# The mock NVML library (docs/nvml-mock.md): C sources in computedomain/nvml/mock, built with the
+# machine's C compiler into build/ (never committed, never in the image). The GB200 profile file
+# is compiled in as the default, so it is a dependency too.
+NVML_MOCK := build/nvml-mock/libnvidia-ml.so.1
+NVML_MOCK_SRC := $(wildcard computedomain/nvml/mock/*.c)
+NVML_MOCK_DEFAULT := computedomain/nvml/profiles/gb200.json
+$(NVML_MOCK): $(NVML_MOCK_SRC) $(wildcard computedomain/nvml/mock/*.h) $(NVML_MOCK_DEFAULT)
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_DEFAULT_SOURCE -O2 -Wall -Wextra -Werror -fPIC -shared -fvisibility=hidden \
+	  -DNVML_MOCK_DEFAULT_PROFILE='"$(NVML_MOCK_DEFAULT)"' -Wl,-soname,libnvidia-ml.so.1 \
+	  -Wl,--no-undefined -o $@.tmp $(NVML_MOCK_SRC) -lpthread && mv -f $@.tmp $@
+
+nvml-mock: $(NVML_MOCK)
+
 # `computedomain demo`: two simulated racks, a ComputeDomain with a worker per node, a summary,
 # teardown. Flags through DEMO_ARGS, e.g. DEMO_ARGS=--keep-running (kubectl while it runs).
 demo: bytecode
@@ -80,7 +94,7 @@ typecheck: venv
 # The whole suite, the simulation scenarios included (CI runs exactly this), with mypy running
 # beside it: mypy uses one core for most of a minute, and the suite leaves that much idle
 # while its clusters start. Both must pass; mypy's report follows the suite's.
-test: lint bytecode
+test: lint bytecode nvml-mock
 	@echo "mypy runs beside the suite; its report follows the suite's"
 	@$(MYPY) > $(VENV)/mypy.log 2>&1 & mypy=$$!; \
 	$(VENV)/bin/pytest -n 2 --dist loadgroup --durations=15 $(PYTEST_ARGS); suite=$$?; \
@@ -89,10 +103,10 @@ test: lint bytecode
 
 # Only the simulation scenario suite (tests/e2e modules marked `scenario`), e.g. after a change
 # to the simulation.
-scenarios: bytecode
+scenarios: bytecode nvml-mock
 	$(VENV)/bin/pytest -n 2 --dist loadgroup -m scenario tests/e2e $(PYTEST_ARGS)
 
-unit: venv
+unit: venv nvml-mock
 	$(VENV)/bin/pytest tests/unit $(PYTEST_ARGS)
 
 proto: venv

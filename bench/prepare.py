@@ -11,9 +11,13 @@ NodePrepareResources and an API GET: see :func:`floor`), and the targets (p50 <=
 
 The plugin's data directory (checkpoint, lock, sockets) goes under ``--data-dir`` (default
 /tmp, a disk here, as /var/lib/kubelet is in production), the CDI root under ``--cdi-dir``
-(default /dev/shm: tmpfs, as /var/run/cdi is in production).
+(default /dev/shm: tmpfs, as /var/run/cdi is in production). ``--nvml-backend real`` runs the
+plugin's production NVML backend on the mock NVML library (docs/nvml-mock.md) instead of the fake
+one; the plugin calls NVML only while it starts, so the document also has the time from the
+plugin's start to its registration.
 
     python bench/prepare.py [--claims 2000] [--data-dir /tmp] [--cdi-dir /dev/shm]
+                            [--nvml-backend fake|real]
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from computedomain.kube.client import ClientConfig, connect
 from computedomain.kube.rest import Api
 from computedomain.nvml import fake
 from computedomain.proto import dra, kubelet_client
+from computedomain_sim import nvmlmock
 from computedomain_sim.apiserver import testing
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -235,8 +240,17 @@ def _open_log(path: Path) -> Any:
     return path.open("wb")
 
 
+def nvml_environment(backend: str, root: Path) -> dict[str, str]:
+    """The plugin's NVML settings: the fake backend, or the real one on the mock library."""
+    if backend == "fake":
+        return {"NVML_BACKEND": "fake", "FAKE_NVML_CLIQUE": CLIQUE}
+    nvmlmock.install(root / "driver-root", nvmlmock.build())
+    profile = nvmlmock.write_profile(root / "nvml-profile.json", "gb200", CLIQUE)
+    return {"NVML_BACKEND": "real", "NVML_MOCK_PROFILE": str(profile)}
+
+
 async def run(
-    count: int, root: Path, cdi_root: Path, server: testing.RunningServer
+    count: int, root: Path, cdi_root: Path, server: testing.RunningServer, *, backend: str
 ) -> dict[str, Any]:
     api = await connect(ClientConfig(url=server.url, token=server.token, qps=0))
     cd = await setup(api)
@@ -256,13 +270,13 @@ async def run(
         "ALT_PROC_DEVICES_PATH": str(root / "proc-devices"),
         "DRIVER_ROOT_CTR_PATH": str(root / "driver-root"),
         "BOOT_ID_PATH": str(root / "boot_id"),
-        "NVML_BACKEND": "fake",
-        "FAKE_NVML_CLIQUE": CLIQUE,
+        **nvml_environment(backend, root),
         "KUBECONFIG": str(server.kubeconfig),
         "KUBE_API_QPS": "0",
     }
     binary = Path(sys.executable).with_name("cd-kubelet-plugin")
     log = _open_log(root / "plugin.log")
+    started = time.monotonic()
     process = await asyncio.create_subprocess_exec(str(binary), env=env, stdout=log, stderr=log)
     socket = root / "reg" / f"{names.DRIVER_NAME}-reg.sock"
     try:
@@ -274,6 +288,7 @@ async def run(
                 registration = await kubelet_client.register(
                     str(socket), driver_name=names.DRIVER_NAME
                 )
+                start_to_registered = time.monotonic() - started
                 break
             except kubelet_client.KubeletRpcError:
                 if time.monotonic() > deadline:
@@ -295,6 +310,8 @@ async def run(
         await api.close()
     return {
         "benchmark": "kubelet plugin prepare/unprepare through gRPC (v1), one claim per call",
+        "nvml_backend": backend,
+        "plugin_start_to_registered_ms": round(start_to_registered * 1000, 1),
         "channel_claims_ready_domain": channel,
         "daemon_claims": daemon,
         "plugin_peak_rss_mb": rss,
@@ -312,6 +329,12 @@ def main() -> int:
     parser.add_argument("--claims", type=int, default=2000)
     parser.add_argument("--data-dir", default="/tmp")
     parser.add_argument("--cdi-dir", default="/dev/shm" if Path("/dev/shm").is_dir() else "/tmp")
+    parser.add_argument(
+        "--nvml-backend",
+        choices=["fake", "real"],
+        default="fake",
+        help="the plugin's NVML: the fake backend, or the real one on the mock NVML library",
+    )
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="kpb-", dir=args.data_dir))
     cdi_root = Path(tempfile.mkdtemp(prefix="kpb-cdi-", dir=args.cdi_dir))
@@ -319,7 +342,7 @@ def main() -> int:
         (root / "apiserver").mkdir()
         with testing.running(root / "apiserver") as server:
             server.install_crds([CRDS])
-            doc = asyncio.run(run(args.claims, root, cdi_root, server))
+            doc = asyncio.run(run(args.claims, root, cdi_root, server, backend=args.nvml_backend))
     finally:
         shutil.rmtree(root, ignore_errors=True)
         shutil.rmtree(cdi_root, ignore_errors=True)

@@ -8,34 +8,33 @@ Selected with ``--nvml-backend=fake`` / ``NVML_BACKEND=fake``; the profile with
   rack), so nodes of one simulated rack share a clique;
 - ``h100``: an H100 node without multi-node NVLink (fabric query not supported: no clique);
 - ``fabric-in-progress``: a GB200 tray whose fabric registration has not finished;
+- ``fabric-failure``: a GB200 tray whose fabric registration finished with an error;
 - ``mixed-cliques``: a GB200 tray whose GPUs disagree on the clique.
 
-Besides answering the :class:`~computedomain.nvml.interface.Nvml` calls, a profile describes
-the driver files a real node would have (``/proc/devices`` and the ``fabric-imex-mgmt``
-capability), so the simulation can lay them out per node where the plugin looks for them.
+The profiles are the documents in ``profiles/`` (:mod:`computedomain.nvml.hardware`), written for
+:data:`DEFAULT_CLIQUE`; :func:`document` moves one onto another clique. The mock NVML library
+serves the same documents through the C ABI. Besides answering the
+:class:`~computedomain.nvml.interface.Nvml` calls, a profile describes the driver files a real
+node would have (``/proc/devices`` and the ``fabric-imex-mgmt`` capability), so the simulation
+can lay them out per node where the plugin looks for them.
 """
 
 from __future__ import annotations
 
 import enum
+import functools
 import uuid
+from pathlib import Path
 from typing import Final
 
 import attrs
 
 from computedomain.api.errors import ConfigError
 from computedomain.api.validation import clique_id as validate_clique_id
-from computedomain.nvml.types import (
-    NVML_ERROR_NOT_SUPPORTED,
-    NVML_SUCCESS,
-    FabricInfo,
-    FabricState,
-    Gpu,
-)
+from computedomain.nvml import hardware
+from computedomain.nvml.types import Gpu, NvmlError
 
 DEFAULT_CLIQUE: Final = "7c1f3a52-9d0e-4b6a-8f21-3e5d9c0b4a17.1"
-GB200_DRIVER: Final = "580.95.05"
-H100_DRIVER: Final = "570.172.08"
 # Character-device majors as a typical NVIDIA host has them (the exact numbers are dynamic).
 PROC_DEVICES_MAJORS: Final = (
     (195, "nvidia-frontend"),
@@ -54,7 +53,13 @@ class Profile(enum.StrEnum):
     GB200 = "gb200"
     H100 = "h100"
     FABRIC_IN_PROGRESS = "fabric-in-progress"
+    FABRIC_FAILURE = "fabric-failure"
     MIXED_CLIQUES = "mixed-cliques"
+
+    @property
+    def path(self) -> Path:
+        """The profile's document."""
+        return hardware.PROFILES_DIR / f"{self.value}.json"
 
 
 def parse_profile(value: str, *, setting: str = "FAKE_NVML_PROFILE") -> Profile:
@@ -81,62 +86,85 @@ def parse_clique(value: str, *, setting: str = "FAKE_NVML_CLIQUE") -> tuple[uuid
     return cluster_uuid, int(clique)
 
 
+@functools.cache
+def _stored(profile: Profile) -> hardware.Document:
+    return hardware.read(profile.path)
+
+
+def gpu_uuid(profile: Profile, clique: str, index: int) -> str:
+    """A GPU's UUID: stable per (profile, clique, index), distinct across racks."""
+    return f"GPU-{uuid.uuid5(uuid.NAMESPACE_OID, f'{profile}/{clique}/{index}')}"
+
+
+def document(profile: Profile, clique: str = DEFAULT_CLIQUE) -> hardware.Document:
+    """The profile's document on a node of ``clique``: the stored one moved off DEFAULT_CLIQUE.
+
+    GPUs in the default cluster move to ``clique``'s cluster, their clique IDs keep their offset
+    from the default's (so mixed cliques stay mixed), and GPU UUIDs are :func:`gpu_uuid`'s.
+    """
+    base_cluster, base_id = parse_clique(DEFAULT_CLIQUE)
+    cluster, clique_id = parse_clique(clique)
+    stored = _stored(profile)
+    gpus = []
+    for index, gpu in enumerate(stored.gpus):
+        info = gpu.fabric
+        if info is not None and info.cluster_uuid == base_cluster:
+            moved = (info.clique_id - base_id + clique_id) % (hardware.UINT32_MAX + 1)
+            info = attrs.evolve(info, cluster_uuid=cluster, clique_id=moved)
+        gpus.append(attrs.evolve(gpu, uuid=gpu_uuid(profile, clique, index), fabric=info))
+    return attrs.evolve(stored, gpus=tuple(gpus))
+
+
+def nvml_gpus(doc: hardware.Document) -> tuple[Gpu, ...]:
+    """What NVML reports of a document's GPUs through the newest fabric call the driver has.
+
+    Without the versioned call the legacy struct has no health fields; with v2 only, no health
+    summary (the real backend's fallbacks read the same).
+    """
+    versioned = bool(doc.fabric_info_versions)
+    summary = 3 in doc.fabric_info_versions
+    result = []
+    for index, gpu in enumerate(doc.gpus):
+        info = gpu.fabric
+        if info is not None:
+            info = attrs.evolve(
+                info,
+                health_mask=info.health_mask if versioned else None,
+                health_summary=info.health_summary if summary else None,
+            )
+        result.append(
+            Gpu(
+                index=index,
+                name=gpu.name,
+                uuid=gpu.uuid,
+                fabric_return=gpu.fabric_return,
+                fabric=info,
+            )
+        )
+    return tuple(result)
+
+
 @attrs.frozen
 class FakeNvml:
     """:class:`~computedomain.nvml.interface.Nvml` serving one profile. Pure and thread-safe."""
 
     profile: Profile = Profile.GB200
     clique: str = DEFAULT_CLIQUE
-    gpu_count: int = 4
 
     def __attrs_post_init__(self) -> None:
         parse_clique(self.clique)
 
+    def _document(self) -> hardware.Document:
+        doc = document(self.profile, self.clique)
+        if doc.init_return:
+            raise NvmlError("nvmlInitWithFlags", doc.init_return)
+        return doc
+
     def driver_version(self) -> str:
-        return H100_DRIVER if self.profile is Profile.H100 else GB200_DRIVER
+        return self._document().driver_version
 
     def gpus(self) -> tuple[Gpu, ...]:
-        cluster_uuid, clique_id = parse_clique(self.clique)
-        if self.profile is Profile.H100:
-            return tuple(
-                Gpu(
-                    index=i,
-                    name="NVIDIA H100 80GB HBM3",
-                    uuid=self._gpu_uuid(i),
-                    fabric_return=NVML_ERROR_NOT_SUPPORTED,
-                )
-                for i in range(8)
-            )
-        state = (
-            FabricState.IN_PROGRESS
-            if self.profile is Profile.FABRIC_IN_PROGRESS
-            else FabricState.COMPLETED
-        )
-        result = []
-        for i in range(self.gpu_count):
-            own_clique = clique_id
-            if self.profile is Profile.MIXED_CLIQUES and i >= self.gpu_count // 2:
-                own_clique = clique_id + 1
-            result.append(
-                Gpu(
-                    index=i,
-                    name="NVIDIA GB200",
-                    uuid=self._gpu_uuid(i),
-                    fabric=FabricInfo(
-                        cluster_uuid=cluster_uuid,
-                        clique_id=own_clique,
-                        state=int(state),
-                        status=NVML_SUCCESS,
-                        health_mask=0,
-                        health_summary=1,
-                    ),
-                )
-            )
-        return tuple(result)
-
-    def _gpu_uuid(self, index: int) -> str:
-        # Stable per (profile, clique, index), distinct across racks of a simulated cluster.
-        return f"GPU-{uuid.uuid5(uuid.NAMESPACE_OID, f'{self.profile}/{self.clique}/{index}')}"
+        return nvml_gpus(self._document())
 
     @property
     def has_fabric(self) -> bool:

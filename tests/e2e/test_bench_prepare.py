@@ -1,6 +1,7 @@
 """``bench/prepare.py`` on a handful of claims, so that the benchmark cannot rot: it must start
 a real plugin, prepare and unprepare channel and daemon claims through gRPC, measure the
-round-trip floor, print one JSON document and leave no process behind."""
+round-trip floor, print one JSON document and leave no process behind, with either NVML
+backend (the real one on the mock NVML library)."""
 
 from __future__ import annotations
 
@@ -30,14 +31,19 @@ def short_dir() -> Iterator[Path]:
     shutil.rmtree(path, ignore_errors=True)
 
 
-def test_the_benchmark_prepares_and_unprepares_both_kinds_of_claim(short_dir: Path) -> None:
+@pytest.mark.parametrize("backend", ["fake", "real"])
+def test_the_benchmark_prepares_and_unprepares_both_kinds_of_claim(
+    short_dir: Path, backend: str
+) -> None:
     result = subprocess.run(
         [sys.executable, str(BENCH), "--claims", "20", "--data-dir", str(short_dir),
-         "--cdi-dir", str(short_dir)],
+         "--cdi-dir", str(short_dir), f"--nvml-backend={backend}"],
         capture_output=True, text=True, timeout=200, check=False,
     )  # fmt: skip
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     document = json.loads(result.stdout)
+    assert document["nvml_backend"] == backend
+    assert document["plugin_start_to_registered_ms"] > 0
     for kind in ("channel_claims_ready_domain", "daemon_claims"):
         measured = document[kind]
         assert measured["claims"] == 20

@@ -44,9 +44,8 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--racks", type=int, default=2, help="racks (NVLink cliques)")
     parser.add_argument("--nodes-per-rack", type=int, default=2, help="nodes in each rack")
-    parser.add_argument(
-        "--profile", default="gb200", help="fake NVML hardware profile of every node"
-    )
+    parser.add_argument("--profile", default="gb200", help="NVML hardware profile of every node")
+    add_nvml_backend_argument(parser)
     parser.add_argument(
         "--manifests",
         type=manifests_argument,
@@ -92,6 +91,16 @@ def manifests_argument(text: str) -> Path | None:
     return None if text == NO_MANIFESTS else Path(text)
 
 
+def add_nvml_backend_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--nvml-backend",
+        choices=["fake", "real"],
+        default="fake",
+        help="the NVML of every node's plugin: the fake backend, or the real backend (pynvml) "
+        "on the mock NVML library, built with 'make nvml-mock' (docs/nvml-mock.md)",
+    )
+
+
 def run_arguments(args: argparse.Namespace) -> list[str]:
     """The ``sim run`` arguments for ``sim up``'s parsed flags."""
     out = [
@@ -99,6 +108,7 @@ def run_arguments(args: argparse.Namespace) -> list[str]:
         f"--racks={args.racks}",
         f"--nodes-per-rack={args.nodes_per_rack}",
         f"--profile={args.profile}",
+        f"--nvml-backend={args.nvml_backend}",
         f"--manifests={NO_MANIFESTS if args.manifests is None else args.manifests.absolute()}",
         f"--port={args.port}",
         f"--timeout={args.timeout}",

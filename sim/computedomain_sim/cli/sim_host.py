@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from computedomain.kube.client import ClientConfig, connect
 from computedomain.runtime import logs
+from computedomain_sim import nvmlmock
 from computedomain_sim.cli.sim_cluster import DEFAULT_STATE, add_cluster_arguments
 from computedomain_sim.cluster import hosting, report, service
 from computedomain_sim.cluster.cluster import ClusterConfig
@@ -40,11 +41,19 @@ def register(commands: Commands) -> None:
 
 def cluster_config(args: argparse.Namespace) -> ClusterConfig:
     """The cluster ``sim run`` hosts. Without ``--imex-path`` the daemons run the IMEX
-    stand-ins (their wrapper directory is created). Raises ValueError for a bad topology."""
+    stand-ins (their wrapper directory is created); with ``--nvml-backend real`` the mock NVML
+    library is built first. Raises ValueError for a bad topology, MockBuildError."""
+    backend = nvmlmock.NvmlBackend(args.nvml_backend)
+    if backend is nvmlmock.NvmlBackend.REAL:
+        nvmlmock.build()
     return ClusterConfig(
         state_dir=args.state_dir,
         topology=Topology(
-            args.racks, args.nodes_per_rack, args.profile, seed=str(args.state_dir.resolve())
+            args.racks,
+            args.nodes_per_rack,
+            args.profile,
+            seed=str(args.state_dir.resolve()),
+            nvml_backend=backend,
         ),
         manifests=args.manifests,
         imex_path=args.imex_path or str(wrappers.ensure()),
@@ -59,7 +68,7 @@ def run_run(args: argparse.Namespace) -> int:
     logs.setup(0, "sim")
     try:
         config = cluster_config(args)
-    except ValueError as exc:
+    except (ValueError, nvmlmock.MockBuildError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     with contextlib.suppress(KeyboardInterrupt):

@@ -312,6 +312,7 @@ class SimCluster:
             "racks": self.config.topology.racks,
             "nodesPerRack": self.config.topology.nodes_per_rack,
             "profile": self.config.topology.profile,
+            "nvmlBackend": str(self.config.topology.nvml_backend),
         }
 
 

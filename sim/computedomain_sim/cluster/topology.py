@@ -1,10 +1,14 @@
 """The simulated machines: how many nodes, in which racks, with which fake hardware.
 
 Called by :mod:`.cluster`. Pure. Each rack is one NVLink domain: its nodes share a clique
-(``FAKE_NVML_CLIQUE=<cluster UUID>.<rack>``) and carry the labels a GPU node has
-(``nvidia.com/gpu.present``, the GPU Feature Discovery clique label) plus the rack. The
-driver files of the profile (``/proc/devices`` and, with a fabric, the ``fabric-imex-mgmt``
-capability the kubelet plugin reads for daemon claims) go on every node.
+(``<cluster UUID>.<rack>``) and carry the labels a GPU node has (``nvidia.com/gpu.present``, the
+GPU Feature Discovery clique label) plus the rack. The driver files of the profile
+(``/proc/devices`` and, with a fabric, the ``fabric-imex-mgmt`` capability the kubelet plugin
+reads for daemon claims) go on every node. The NVML the plugin sees is the node's hardware too:
+the fake backend of the profile and clique (``NVML_BACKEND=fake``, ``FAKE_NVML_PROFILE``,
+``FAKE_NVML_CLIQUE``) or, with ``nvml_backend`` real, the mock NVML library under the node's
+driver root with the node's profile document beside it (:mod:`computedomain_sim.nvmlmock`), and
+the plugin's own default, the real backend.
 """
 
 from __future__ import annotations
@@ -16,24 +20,36 @@ import attrs
 
 from computedomain.api import names
 from computedomain.nvml import fake
+from computedomain_sim import nvmlmock
 from computedomain_sim.kubelet.node import NodeConfig
 
-__all__ = ["CLIQUE_LABEL", "RACK_LABEL", "Topology", "driver_files", "nodes"]
+__all__ = [
+    "CLIQUE_LABEL",
+    "RACK_LABEL",
+    "Topology",
+    "driver_files",
+    "nodes",
+    "nvml_environment",
+]
 
 RACK_LABEL = "computedomain.sim/rack"
 CLIQUE_LABEL = "nvidia.com/gpu.clique"
 GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
 _NAMESPACE = uuid.UUID("4f1d7c8e-2b6a-4e55-9c3d-0a1b2c3d4e5f")
+# Where the plugin's DaemonSet mounts the node's driver root (the host's /).
+DRIVER_ROOT_MOUNT = "/driver-root"
 
 
 @attrs.frozen
 class Topology:
-    """``racks`` racks of ``nodes_per_rack`` nodes, all with hardware ``profile``."""
+    """``racks`` racks of ``nodes_per_rack`` nodes, all with hardware ``profile``, whose
+    plugins reach it through ``nvml_backend``."""
 
     racks: int = 2
     nodes_per_rack: int = 2
     profile: str = "gb200"
     seed: str = "computedomain-sim"
+    nvml_backend: nvmlmock.NvmlBackend = nvmlmock.NvmlBackend.FAKE
 
     def __attrs_post_init__(self) -> None:
         if self.racks < 1 or self.nodes_per_rack < 1:
@@ -64,14 +80,29 @@ def driver_files(profile: str) -> dict[str, str]:
     return {names.FABRIC_IMEX_MGMT_PATH: fake.fabric_imex_mgmt_text()}
 
 
+def nvml_environment(topology: Topology, clique: str) -> dict[str, str]:
+    """The node env that selects the plugin's NVML (see the module doc). Pure."""
+    if topology.nvml_backend is nvmlmock.NvmlBackend.REAL:
+        return {"NVML_MOCK_PROFILE": DRIVER_ROOT_MOUNT + nvmlmock.PROFILE_NODE_PATH}
+    return {
+        "NVML_BACKEND": "fake",
+        "FAKE_NVML_PROFILE": topology.profile,
+        "FAKE_NVML_CLIQUE": clique,
+    }
+
+
 def nodes(topology: Topology, address_of: Callable[[int], str]) -> list[NodeConfig]:
     """The node configs, rack by rack (``r<rack>n<index>``). Pure given ``address_of``."""
     files = driver_files(topology.profile)
+    real = topology.nvml_backend is nvmlmock.NvmlBackend.REAL
     out: list[NodeConfig] = []
     for rack in range(topology.racks):
+        clique = topology.clique(rack)
+        rack_files = dict(files)
+        if real:
+            rack_files[nvmlmock.PROFILE_NODE_PATH] = nvmlmock.profile_text(topology.profile, clique)
         for index in range(topology.nodes_per_rack):
             name = f"r{rack}n{index}"
-            clique = topology.clique(rack)
             out.append(
                 NodeConfig(
                     name=name,
@@ -81,9 +112,10 @@ def nodes(topology: Topology, address_of: Callable[[int], str]) -> list[NodeConf
                         CLIQUE_LABEL: clique,
                         RACK_LABEL: f"r{rack}",
                     },
-                    env={"FAKE_NVML_PROFILE": topology.profile, "FAKE_NVML_CLIQUE": clique},
+                    env=nvml_environment(topology, clique),
                     proc_devices=fake.proc_devices_text(),
-                    driver_files=files,
+                    driver_files=rack_files,
+                    driver_links={nvmlmock.LIBRARY_NODE_PATH: nvmlmock.LIBRARY} if real else {},
                 )
             )
     return out

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -31,6 +32,7 @@ from computedomain.kube.resources import LEASES, NODES
 from computedomain.kube.rest import Api
 from computedomain.runtime import files
 from computedomain.runtime.clock import REAL_CLOCK, Clock
+from computedomain_sim import nvmlmock
 
 from .paths import NodePaths
 
@@ -59,6 +61,8 @@ class NodeConfig:
     proc_devices: str = DEFAULT_PROC_DEVICES
     # Driver files by absolute node path (e.g. the fabric-imex-mgmt capability), with contents.
     driver_files: Mapping[str, str] = attrs.field(factory=dict)
+    # Driver libraries by absolute node path, each a link to a real file (the mock NVML library).
+    driver_links: Mapping[str, Path] = attrs.field(factory=dict)
 
 
 def node_object(
@@ -180,12 +184,14 @@ class NodeAgent:
         return boot
 
     def write_node_files(self) -> None:
-        """Write ``/proc/devices`` and the driver files at their node paths. Idempotent."""
+        """Write ``/proc/devices``, the driver files and links at their node paths. Idempotent."""
         files.atomic_write(self.paths.proc_devices_file, self.config.proc_devices.encode())
         for node_path, text in self.config.driver_files.items():
             target = self.paths.host(node_path)
             target.parent.mkdir(parents=True, exist_ok=True)
             files.atomic_write(target, text.encode())
+        for node_path, source in self.config.driver_links.items():
+            nvmlmock.link(self.paths.host(node_path), source)
 
     async def register(self) -> None:
         """Write the node files, then create the Node, or bring a leftover one up to date.

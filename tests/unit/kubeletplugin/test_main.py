@@ -15,7 +15,7 @@ from computedomain.kubeletplugin import main
             [],
             {"NODE_NAME": "n", "FAKE_NVML_PROFILE": "a100"},
             "cd-kubelet-plugin: error: --fake-nvml-profile/FAKE_NVML_PROFILE: unknown profile "
-            "'a100' (valid: gb200, h100, fabric-in-progress, mixed-cliques)",
+            "'a100' (valid: gb200, h100, fabric-in-progress, fabric-failure, mixed-cliques)",
         ),
         (
             ["--nvml-backend", "gpu"],

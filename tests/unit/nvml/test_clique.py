@@ -28,6 +28,8 @@ PROFILE_CASES = [
     (fake.Profile.H100, False, ""),
     (fake.Profile.FABRIC_IN_PROGRESS, True, clique.CliqueError("NVLink fabric not attached")),
     (fake.Profile.FABRIC_IN_PROGRESS, False, ""),
+    (fake.Profile.FABRIC_FAILURE, True, clique.CliqueError("NVLink fabric registration error")),
+    (fake.Profile.FABRIC_FAILURE, False, ""),
     (fake.Profile.MIXED_CLIQUES, True, clique.CliqueError("the GPUs of this node disagree")),
     (fake.Profile.MIXED_CLIQUES, False, clique.CliqueError("the GPUs of this node disagree")),
 ]

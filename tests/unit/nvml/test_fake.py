@@ -15,6 +15,7 @@ def test_profile_names_and_errors() -> None:
         "gb200",
         "h100",
         "fabric-in-progress",
+        "fabric-failure",
         "mixed-cliques",
     ]
     with pytest.raises(ConfigError, match=r"FAKE_NVML_PROFILE: unknown profile 'a100'.*gb200"):

@@ -20,6 +20,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
+from computedomain_sim.cli import sim_cluster
 from computedomain_sim.cluster import service
 from computedomain_sim.cluster.layout import StateLayout
 
@@ -54,6 +55,7 @@ def register(commands: Commands) -> None:
         default=DEFAULT_TIMEOUT,
         help="seconds for the whole demo to reach a Ready domain with every worker running",
     )
+    sim_cluster.add_nvml_backend_argument(demo)
     demo.add_argument(
         "--keep-running",
         action="store_true",
@@ -124,5 +126,6 @@ def _run_args(args: argparse.Namespace, layout: StateLayout) -> list[str]:
         f"--racks={args.racks}",
         f"--nodes-per-rack={args.nodes_per_rack}",
         f"--timeout={args.timeout}",
+        f"--nvml-backend={args.nvml_backend}",
         "--no-wait-components",
     ]

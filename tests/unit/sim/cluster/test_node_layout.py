@@ -12,7 +12,10 @@ import pytest
 
 from computedomain.api import names
 from computedomain.kubeletplugin import config as plugin_config
-from computedomain.nvml import fake
+from computedomain.nvml import fake, hardware
+from computedomain.nvml.interface import BackendName
+from computedomain.nvml.real import locate_library
+from computedomain_sim import nvmlmock
 from computedomain_sim.cluster import kustomize, topology
 from computedomain_sim.cluster.cluster import DEFAULT_MANIFESTS, PLUGIN_DAEMONSET
 from computedomain_sim.kubelet.node import NodeAgent
@@ -57,9 +60,11 @@ def _node_path(spec: dict[str, Any], container_path: Path) -> str:
 def test_every_file_the_plugin_reads_exists_on_the_node(tmp_path: Path) -> None:
     spec = _plugin_pod_spec()
     (container,) = spec["containers"]
-    config = plugin_config.parse([], _env(container))
     topo = topology.Topology(racks=1, nodes_per_rack=1)
     (node,) = topology.nodes(topo, lambda _i: "127.9.0.1")
+    config = plugin_config.parse([], {**node.env, **_env(container)})
+    assert config.nvml_backend is BackendName.FAKE
+    assert config.fake_nvml_clique == topo.clique(0)
     paths = NodePaths(tmp_path / "r0n0")
     agent = NodeAgent(None, node, paths)  # type: ignore[arg-type]  # no API call is made
     agent.boot_id()
@@ -100,3 +105,25 @@ def test_a_reboot_writes_the_node_files_again(tmp_path: Path) -> None:
     fabric.unlink()
     agent.new_boot()
     assert fabric.is_file()
+
+
+def test_with_the_real_backend_the_plugin_finds_the_mock_library_and_its_profile(
+    tmp_path: Path,
+) -> None:
+    library = nvmlmock.build()
+    spec = _plugin_pod_spec()
+    (container,) = spec["containers"]
+    topo = topology.Topology(racks=2, nodes_per_rack=1, nvml_backend=nvmlmock.NvmlBackend.REAL)
+    node = topology.nodes(topo, lambda i: f"127.9.0.{i + 1}")[1]
+    env = {**node.env, **_env(container)}  # the container's own env wins, as in a launch
+    config = plugin_config.parse([], env)
+    assert config.nvml_backend is BackendName.REAL
+    paths = NodePaths(tmp_path / node.name)
+    agent = NodeAgent(None, node, paths)  # type: ignore[arg-type]  # no API call is made
+    agent.boot_id()
+    agent.write_node_files()
+    driver_root = paths.host(_node_path(spec, config.container_driver_root))
+    assert locate_library(driver_root) == library.resolve()
+    profile = paths.host(_node_path(spec, Path(env["NVML_MOCK_PROFILE"])))
+    served = fake.nvml_gpus(hardware.read(profile))
+    assert served == fake.FakeNvml(clique=topo.clique(1)).gpus()
