@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from computedomain.api import featuregates
-from computedomain.controller import config
+from computedomain.controller import settingvalues
 
 from .chart import CHART, Key, Obj, container, env, helm, pod, render, values_file
 
@@ -169,7 +169,7 @@ def check_health_port(o: Objects) -> None:
 
 def check_policy_env(expected: dict[str, str]) -> Check:
     def run(o: Objects) -> None:
-        parsed = config.parse_policy_env(env(ctl(o))["CD_DAEMON_POLICY_ENV"])
+        parsed = settingvalues.parse_policy_env(env(ctl(o))["CD_DAEMON_POLICY_ENV"])
         assert dict(parsed) == expected
 
     return run
@@ -231,7 +231,7 @@ def check_gates(o: Objects) -> None:
 def check_pull_secrets(o: Objects) -> None:
     both(lambda w: _eq(pod(w)["imagePullSecrets"], [{"name": "a"}, {"name": "b"}]))(o)
     names = env(ctl(o))["CD_DAEMON_IMAGE_PULL_SECRET_NAMES"]
-    assert config.parse_pull_secrets(names) == ("a", "b")
+    assert settingvalues.parse_pull_secrets(names) == ("a", "b")
 
 
 def check_verbosity(o: Objects) -> None:
@@ -240,7 +240,7 @@ def check_verbosity(o: Objects) -> None:
 
 
 def check_daemon_resources(o: Objects) -> None:
-    assert config.parse_resources(env(ctl(o))["CD_DAEMON_RESOURCES"]) == RESOURCES
+    assert settingvalues.parse_resources(env(ctl(o))["CD_DAEMON_RESOURCES"]) == RESOURCES
 
 
 def merged_at(workload: Key, field: str, path: str, value: Any, *, pod_level: bool) -> Check:
@@ -420,7 +420,8 @@ def test_daemon_env_and_imex_paths_combine_into_one_json_object(tmp_path: Path) 
         "CD_DAEMON_POLICY_ENV"
     ]
     assert json.loads(text) == {"A": "1,2", "IMEX_BINARY": "/x/nvidia-imex"}
-    assert dict(config.parse_policy_env(text)) == {"A": "1,2", "IMEX_BINARY": "/x/nvidia-imex"}
+    parsed = settingvalues.parse_policy_env(text)
+    assert dict(parsed) == {"A": "1,2", "IMEX_BINARY": "/x/nvidia-imex"}
 
 
 def test_an_endpoint_without_a_port_fails_the_render_naming_it(tmp_path: Path) -> None:
