@@ -1,22 +1,27 @@
 """``apply(actions)``: the thin layer that turns planned actions into API calls.
 
-Each action is carried out on the *latest* copy of its object (the cache, or what the server
-returned to our last write), never on the copy the plan read, and every write is a
-compare-and-swap on that copy's resourceVersion. A 409 Conflict re-reads the object live,
+Actions run in plan order, except that consecutive creates, deletes or finalizer removals of
+different objects are sent together (:func:`batches`): a new domain's three objects cost one
+round trip, not three, and none waits for another's echo. Each action is carried out on the
+*latest* copy of its object (the cache, or what the server returned to our last write), never
+on the copy the plan read, and every write is a compare-and-swap on that copy's
+resourceVersion. A 409 Conflict re-reads the object live,
 records it, and asks for a re-plan (:class:`TemporaryError` with no delay): the plan is cheap
 and pure, so re-planning from fresh state is the safe answer to any surprise. Creates and
 deletes are idempotent (AlreadyExists of our own object and NotFound count as done). Every
 response is recorded in the read-your-writes caches, which is how the first status write of a
 new domain uses the object returned by the finalizer update (§8 item 18).
 
-``Wait`` and ``Fail`` actions raise after the other actions ran. Called by
+``Wait`` and ``Fail`` actions raise after the other actions ran (a wait re-queues the domain
+only for its recheck: the informer event of what it waits for queues it sooner). Called by
 :mod:`~computedomain.controller.reconciling`; calls the kube layer.
 """
 
 from __future__ import annotations
 
+import asyncio
 import copy
-from collections.abc import Sequence
+from collections.abc import Awaitable, Iterable, Sequence
 from typing import Any, Protocol
 
 from computedomain.api import names
@@ -76,6 +81,38 @@ class Replan(TemporaryError):
         super().__init__(message, delay=0.0)
 
 
+# Writes that never depend on each other when they name different objects.
+_INDEPENDENT = (Create, Delete, RemoveFinalizer)
+
+
+def batches(actions: Sequence[Action]) -> list[list[Action]]:
+    """``actions`` in order, with each run of consecutive writes of one independent kind on
+    distinct objects (a domain's creates, its deletes, its finalizer removals) in one batch,
+    to be sent together; every other action is a batch of its own. Pure."""
+    result: list[list[Action]] = []
+    for action in actions:
+        last = result[-1] if result else None
+        if (
+            last is not None
+            and isinstance(action, _INDEPENDENT)
+            and type(last[0]) is type(action)
+            and all(getattr(a, "ref", None) != action.ref for a in last)
+        ):
+            last.append(action)
+        else:
+            result.append([action])
+    return result
+
+
+async def _together(writes: Iterable[Awaitable[None]]) -> None:
+    """Run independent writes at once; all of them finish, then the first failure (in plan
+    order) is raised, so a conflict on one never cancels a write already sent for another."""
+    outcomes = await asyncio.gather(*writes, return_exceptions=True)
+    for outcome in outcomes:
+        if isinstance(outcome, BaseException):
+            raise outcome
+
+
 class Applier:
     """Executes actions against the API; holds no state of its own."""
 
@@ -101,8 +138,11 @@ class Applier:
         object the server rejects as invalid) or the kube layer's ApiError (retried with backoff).
         """
         verdict: Wait | Fail | None = None
-        for action in actions:
-            match action:
+        for batch in batches(actions):
+            if len(batch) > 1:
+                await _together(self._write(action) for action in batch)
+                continue
+            match action := batch[0]:
                 case Wait() | Fail():
                     verdict = action
                 case Emit(type=kind, reason=reason, message=message):
@@ -116,7 +156,7 @@ class Applier:
                 case _:
                     await self._write(action)
         if isinstance(verdict, Wait):
-            raise TemporaryError(verdict.message)
+            raise TemporaryError(verdict.message, delay=verdict.recheck)
         if isinstance(verdict, Fail):
             raise Reported(verdict.message)
 

@@ -9,8 +9,10 @@ recomputed from the cache on every pass, so a restart in the middle resumes wher
 Fixed here: the daemon template is deleted even when the DaemonSet is already gone (§8 item 14);
 an object a user deleted by hand is simply finished (§8 item 15); a finalizer is removed in the
 same pass as the delete that made the object terminate (apply reads the delete's response), so
-the usual teardown takes one pass of writes and one pass to confirm. When the wait outlasts
-cache lag (someone else's finalizer, say), a Normal event names what is still there.
+the usual teardown takes one pass of writes and one pass to confirm. The second pass is queued
+by the deletion events of the objects (the informers), not by a retry timer. When the domain
+has been terminating longer than cache lag explains (someone else's finalizer, say), a Normal
+event names what is still there.
 
 The same teardown, without a domain finalizer, cleans up after a domain that is absent from a
 synced cache (orphans, §4.7). Pure; called by :mod:`~computedomain.controller.planning`.
@@ -18,6 +20,7 @@ synced cache (orphans, §4.7). Pure; called by :mod:`~computedomain.controller.p
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Final
 
 from computedomain.api import names
@@ -38,8 +41,9 @@ from computedomain.controller.actions import (
 from computedomain.controller.objects import JsonObject
 from computedomain.controller.snapshot import Snapshot
 
-# Retries in a row after which waiting is reported as an event (earlier passes are cache lag).
-REPORT_WAIT_AFTER: Final = 5
+# Seconds a domain may be terminating with objects left before the wait is reported as an
+# event (until then it is the server and the caches catching up).
+REPORT_WAIT_AFTER: Final = 5.0
 
 
 def ref_of(obj: JsonObject, is_daemon_set: bool) -> Ref:
@@ -80,6 +84,18 @@ def teardown(snapshot: Snapshot) -> tuple[list[Action], bool]:
     return actions, bool(deletes)
 
 
+def terminating_for(domain: ComputeDomain, now: datetime) -> float:
+    """Seconds since the domain's deletionTimestamp (0 when absent or unreadable). Pure."""
+    stamp = domain.metadata.deletion_timestamp
+    try:
+        since = datetime.fromisoformat(stamp) if stamp else None
+    except ValueError:
+        return 0.0
+    if since is None or since.tzinfo is None:
+        return 0.0
+    return max(0.0, (now - since).total_seconds())
+
+
 def plan_deletion(snapshot: Snapshot, domain: ComputeDomain) -> tuple[Action, ...]:
     """The deletion pass of a domain with a deletionTimestamp (§4.6, fixed). Pure."""
     actions, deleting = teardown(snapshot)
@@ -88,7 +104,7 @@ def plan_deletion(snapshot: Snapshot, domain: ComputeDomain) -> tuple[Action, ..
         actions.append(Emit("Normal", "Deleting", f"deleting {describe(owned)}"))
     if owned:
         message = f"waiting for {describe(owned)} to be removed"
-        if snapshot.attempts >= REPORT_WAIT_AFTER:
+        if terminating_for(domain, snapshot.now) >= REPORT_WAIT_AFTER:
             actions.append(Emit("Normal", "DeletionWaiting", message))
         actions.append(Wait(message))
         return tuple(actions)

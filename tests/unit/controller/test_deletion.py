@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import Any
 
 import attrs
@@ -34,12 +35,16 @@ def _deleting() -> dict[str, Any]:
     return b.domain(finalizers=(names.FINALIZER,), deleting=True)
 
 
+DELETED = datetime.fromisoformat(_deleting()["metadata"]["deletionTimestamp"])
+
+
 def _objects(*, terminating: bool, finalizers: list[str] | None = FIN) -> dict[str, Any]:
     objs = b.owned_objects(_deleting())
     return {k: b.stored(v, deleting=terminating, finalizers=finalizers) for k, v in objs.items()}
 
 
 def _snap(objs: dict[str, Any], **kwargs: Any) -> Any:
+    kwargs.setdefault("now", DELETED + timedelta(seconds=1))  # a teardown that just began
     return b.snapshot(
         _deleting(),
         workload_templates=tuple(v for k, v in objs.items() if k == "workload_template"),
@@ -142,9 +147,9 @@ def test_long_wait_names_the_foreign_finalizer() -> None:
             _objects(terminating=True)["daemon_set"], deleting=True, finalizers=["example.com/hold"]
         )
     }
-    early = planning.plan(_snap(objs, attempts=1))
+    early = planning.plan(_snap(objs))
     assert [type(a).__name__ for a in early] == ["Wait"]
-    late = planning.plan(_snap(objs, attempts=deletion.REPORT_WAIT_AFTER))
+    late = planning.plan(_snap(objs, now=DELETED + timedelta(seconds=deletion.REPORT_WAIT_AFTER)))
     event = late[0]
     assert isinstance(event, Emit)
     assert event.reason == "DeletionWaiting"
