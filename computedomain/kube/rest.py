@@ -15,7 +15,8 @@ On top of the transport it adds what client-go has and the official client lacks
 - client-side rate limiting as client-go applies it to upstream's programs: a token bucket
   (``qps``/``burst``; ``qps <= 0`` is unlimited) per *client set*, where the ComputeDomain API
   group (``resource.nvidia.com``) has a client set of its own and every other group shares the
-  core one, as upstream builds a core and a CRD clientset from the same settings; a watch
+  core one, as upstream builds a core and a CRD clientset from the same settings (events, which
+  upstream does not send, have one of their own); a watch
   takes no token, to start or while it streams (client-go's ``Request.Watch`` bypasses the
   limiter). See docs/rate-limits.md;
 - bounded retries (``max_retries``, default 10) after the server's ``Retry-After`` on 429 and
@@ -54,11 +55,17 @@ CORE_CLIENT_SET = "core"
 # API groups that upstream's programs reach through a generated clientset of their own, with a
 # QPS/burst budget of its own; every other group goes through the core clientset.
 OWN_CLIENT_SETS = frozenset({"resource.nvidia.com"})
+# Events (which upstream's programs do not send) have a budget of their own, so that a report
+# never delays a write that a reconcile waits for.
+EVENTS_CLIENT_SET = "events"
 
 
 def client_set(path: str) -> str:
-    """The client set whose budget a request to ``path`` spends: its API group when that group
-    has a client set of its own, else :data:`CORE_CLIENT_SET`. Pure."""
+    """The client set whose budget a request to ``path`` spends: :data:`EVENTS_CLIENT_SET`
+    for events, the API group when that group has a client set of its own, else
+    :data:`CORE_CLIENT_SET`. Pure."""
+    if wire.plural_of(path) == "events":
+        return EVENTS_CLIENT_SET
     parts = path.split("/", 3)
     if len(parts) > 2 and parts[1] == "apis" and parts[2] in OWN_CLIENT_SETS:
         return parts[2]
@@ -108,7 +115,7 @@ class Api:
         self._clock = clock or REAL_CLOCK
         self._buckets = {
             name: TokenBucket(qps, max(burst, 1), clock=self._clock)
-            for name in (CORE_CLIENT_SET, *sorted(OWN_CLIENT_SETS))
+            for name in (CORE_CLIENT_SET, EVENTS_CLIENT_SET, *sorted(OWN_CLIENT_SETS))
         }
         self._timeout = timeout_seconds
         self._max_retries = max_retries

@@ -314,6 +314,8 @@ async def test_each_client_set_has_its_own_bucket(peer: tuple[Peer, str]) -> Non
         ("/apis/resource.nvidia.com/v1beta1/computedomains", "resource.nvidia.com"),
         ("/apis/resource.nvidia.com", "resource.nvidia.com"),
         ("/apis", "core"),
+        ("/api/v1/namespaces/a/events", "events"),
+        ("/apis/events.k8s.io/v1/namespaces/a/events/e", "events"),
         ("/version", "core"),
     ],
 )
