@@ -1,8 +1,9 @@
 """``apply(actions)``: the thin layer that turns planned actions into API calls.
 
-Actions run in plan order, except that consecutive creates, deletes or finalizer removals of
-different objects are sent together (:func:`batches`): a new domain's three objects cost one
-round trip, not three, and none waits for another's echo. Each action is carried out on the
+Actions run in plan order, except that consecutive creates, deletes, finalizer removals and
+status writes of different objects are sent together (:func:`batches`): a new domain's three
+objects and its first status cost one round trip, not four, and none waits for another's
+echo. Each action is carried out on the
 *latest* copy of its object (the cache, or what the server returned to our last write), never
 on the copy the plan read, and every write is a compare-and-swap on that copy's
 resourceVersion. A 409 Conflict re-reads the object live,
@@ -82,21 +83,29 @@ class Replan(TemporaryError):
 
 
 # Writes that never depend on each other when they name different objects.
-_INDEPENDENT = (Create, Delete, RemoveFinalizer)
+_INDEPENDENT = (Create, Delete, RemoveFinalizer, WriteStatus)
+Independent = Create | Delete | RemoveFinalizer | WriteStatus
+
+
+def _object(action: Independent) -> tuple[str, str, str]:
+    """The object an action writes, by name (an old and a new incarnation are one object)."""
+    return (action.ref.kind, action.ref.namespace, action.ref.name)
 
 
 def batches(actions: Sequence[Action]) -> list[list[Action]]:
-    """``actions`` in order, with each run of consecutive writes of one independent kind on
-    distinct objects (a domain's creates, its deletes, its finalizer removals) in one batch,
-    to be sent together; every other action is a batch of its own. Pure."""
+    """``actions`` in order, with each run of consecutive independent writes (creates,
+    deletes, finalizer removals, status writes) on distinct objects in one batch, to be sent
+    together: a new domain's three creates and its status, a teardown's deletes, then its
+    finalizer removals. Every other action (a domain's finalizer, node labels, events) is a
+    batch of its own, so the writes before it are done when it runs. Pure."""
     result: list[list[Action]] = []
     for action in actions:
         last = result[-1] if result else None
         if (
             last is not None
             and isinstance(action, _INDEPENDENT)
-            and type(last[0]) is type(action)
-            and all(getattr(a, "ref", None) != action.ref for a in last)
+            and isinstance(last[0], _INDEPENDENT)
+            and all(_object(a) != _object(action) for a in last)  # type: ignore[arg-type]
         ):
             last.append(action)
         else:

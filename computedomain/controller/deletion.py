@@ -2,7 +2,8 @@
 
 Upstream's order (controller.md §4.6): delete the workload template, the daemon template and the
 DaemonSet; strip the domain's node labels (so no new daemon is scheduled; workloads are not
-waited for); remove each object's finalizer once it is terminating; only when all of them have
+waited for; here as soon as the cache shows a label, and always on the last pass, from a live
+list); remove each object's finalizer once it is terminating; only when all of them have
 left the cache, remove the domain's finalizer. Every step is idempotent and the plan is
 recomputed from the cache on every pass, so a restart in the middle resumes where it stopped.
 
@@ -64,19 +65,20 @@ def describe(owned: tuple[tuple[JsonObject, bool], ...]) -> str:
     return ", ".join(parts)
 
 
-def teardown(snapshot: Snapshot) -> tuple[list[Action], bool]:
+def teardown(snapshot: Snapshot, *, last_pass: bool) -> tuple[list[Action], bool]:
     """Delete, unlabel, unfinalize everything labelled with the UID. Pure.
 
-    Returns the actions and whether this pass issues deletes.
+    ``last_pass``: no later pass will come back for the nodes (an orphan's teardown). Returns
+    the actions and whether this pass issues deletes.
     """
     owned = snapshot.owned
     deletes: list[Action] = [
         Delete(ref_of(o, is_ds)) for o, is_ds in owned if not objects.terminating(o)
     ]
     actions: list[Action] = list(deletes)
-    # A live LIST of nodes: on the pass that deletes, whenever the cache shows labels, and on
-    # the last pass (a kubelet plugin may have labelled a node while the teardown ran).
-    if deletes or snapshot.labelled_nodes or not owned:
+    # A live LIST of nodes whenever the cache shows labels, and on the last pass (the cache
+    # may lag, or a kubelet plugin may have labelled a node while the teardown ran).
+    if last_pass or snapshot.labelled_nodes or not owned:
         actions.append(RemoveNodeLabels(snapshot.uid))
     actions.extend(
         RemoveFinalizer(ref_of(o, is_ds)) for o, is_ds in owned if objects.has_finalizer(o)
@@ -98,7 +100,7 @@ def terminating_for(domain: ComputeDomain, now: datetime) -> float:
 
 def plan_deletion(snapshot: Snapshot, domain: ComputeDomain) -> tuple[Action, ...]:
     """The deletion pass of a domain with a deletionTimestamp (§4.6, fixed). Pure."""
-    actions, deleting = teardown(snapshot)
+    actions, deleting = teardown(snapshot, last_pass=False)
     owned = snapshot.owned
     if deleting:
         actions.append(Emit("Normal", "Deleting", f"deleting {describe(owned)}"))
@@ -128,6 +130,6 @@ def plan_orphans(snapshot: Snapshot) -> tuple[Action, ...]:
         return (ForgetDomain(snapshot.uid),)  # nothing left: no API call for a UID simply gone
     if not snapshot.confirmed_gone:
         return (ConfirmGone(snapshot.uid),)
-    actions, _ = teardown(snapshot)
+    actions, _ = teardown(snapshot, last_pass=True)
     actions.append(ForgetDomain(snapshot.uid))
     return tuple(actions)

@@ -26,7 +26,7 @@ DRCT = Ref(Kind.RESOURCE_CLAIM_TEMPLATE, "driver", "d")
 WRCT = Ref(Kind.RESOURCE_CLAIM_TEMPLATE, "user", "chan")
 
 
-def test_a_new_domain_creates_its_three_objects_together_after_the_finalizer() -> None:
+def test_a_new_domain_writes_its_objects_and_status_together_after_the_finalizer() -> None:
     actions: list[Action] = [
         AddFinalizer(CD),
         Create(DRCT, {}),
@@ -36,6 +36,8 @@ def test_a_new_domain_creates_its_three_objects_together_after_the_finalizer() -
         WriteStatus(CD, {}, "NotReady"),
     ]
     assert [len(b) for b in batches(actions)] == [1, 3, 1, 1]
+    status_last: list[Action] = [*actions[:4], actions[5], actions[4]]
+    assert [len(b) for b in batches(status_last)] == [1, 4, 1]
 
 
 def test_a_teardown_deletes_together_then_unfinalizes_together() -> None:
@@ -54,6 +56,8 @@ def test_a_teardown_deletes_together_then_unfinalizes_together() -> None:
 
 def test_two_writes_to_one_object_stay_in_order() -> None:
     assert [len(b) for b in batches([Delete(DS), Delete(DS), Delete(WRCT)])] == [1, 2]
+    gone = Ref(DS.kind, DS.namespace, DS.name, "old-uid")  # another incarnation, same name
+    assert [len(b) for b in batches([RemoveFinalizer(gone), Create(DS, {})])] == [1, 1]
 
 
 refs = st.sampled_from([CD, DS, DRCT, WRCT])
@@ -76,7 +80,8 @@ def test_batches_keep_the_plan_order_and_only_group_independent_writes(
     assert [a for batch in grouped for a in batch] == plan
     for batch in grouped:
         if len(batch) > 1:
-            assert len({type(a) for a in batch}) == 1
-            assert isinstance(batch[0], Create | Delete | RemoveFinalizer)
-            refs_in_batch = [getattr(a, "ref", None) for a in batch]
-            assert len(set(refs_in_batch)) == len(refs_in_batch)
+            assert all(
+                isinstance(a, Create | Delete | RemoveFinalizer | WriteStatus) for a in batch
+            )
+            names = [(a.ref.kind, a.ref.namespace, a.ref.name) for a in batch]  # type: ignore[union-attr]
+            assert len(set(names)) == len(names)

@@ -63,7 +63,7 @@ def _plain(*refs: Ref) -> list[tuple[Any, ...]]:
 
 
 def test_first_pass_deletes_unlabels_and_unfinalizes_in_order_then_waits() -> None:
-    actions = planning.plan(_snap(_objects(terminating=False)))
+    actions = planning.plan(_snap(_objects(terminating=False), labelled_nodes=("n1",)))
     assert [type(a).__name__ for a in actions] == [
         "Delete",
         "Delete",
@@ -84,6 +84,12 @@ def test_first_pass_deletes_unlabels_and_unfinalizes_in_order_then_waits() -> No
     assert not [
         a for a in actions if isinstance(a, RemoveFinalizer) and a.ref.kind is Kind.COMPUTE_DOMAIN
     ]
+
+
+def test_first_pass_lists_nodes_only_when_the_cache_shows_a_label() -> None:
+    actions = planning.plan(_snap(_objects(terminating=False)))
+    assert not [a for a in actions if isinstance(a, RemoveNodeLabels)]
+    assert len(_refs(actions, Delete)) == 3
 
 
 def test_waiting_pass_makes_no_api_calls() -> None:
