@@ -30,10 +30,11 @@ starts, and the bench reports the time from process start to the controller's fi
 and to that domain reconciled, then the time from its delete to gone. Then, over ``--rounds``
 rounds (interleaved between the commands when each has its own server), one domain is created
 while the controller is serving and idle (its requests have stopped for ``--settle`` seconds,
-long enough for a client bucket of 10 tokens at 5 QPS to refill), and the bench reports the
-time to each object, to the finalizer, to a status, and from its delete to each object and the
-domain gone: median, min and max over the rounds, and each round's figures. All times are seen
-through the bench's own watches, so both controllers pay the same delivery delay.
+long enough for a client bucket of 10 tokens at 5 QPS to refill) and deleted once it is idle
+again, and the bench reports the time to each object, to the finalizer, to a status, and from
+its delete to each object and the domain gone: median, min and max over the rounds, and each
+round's figures. All times are seen through the bench's own watches, so both controllers pay
+the same delivery delay.
 
 Figures are reported, never asserted.
 """
@@ -43,6 +44,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import json
 import os
 import shlex
@@ -585,11 +587,14 @@ def _since(seen: dict[str, float], start: float, names: tuple[str, ...]) -> dict
     return figures
 
 
-async def _one_domain(session: Session, name: str) -> dict[str, dict[str, float]]:
-    """Create a domain, wait until reconciled; delete it, wait until gone. The figures."""
+async def _one_domain(session: Session, name: str, settle: float) -> dict[str, dict[str, float]]:
+    """On an idle controller, create a domain and wait until reconciled; once the controller
+    is idle again, delete it and wait until gone. The figures."""
     timeline = session.timeline
+    await session.settle(settle)
     uid, created = await session.create(name)
     await session.until(lambda: timeline.done(uid), f"domain {name} reconciled")
+    await session.settle(settle)
     deleted = await session.delete(name)
     await session.until(lambda: timeline.gone(uid), f"domain {name} gone")
     seen = timeline.seen[uid]
@@ -636,31 +641,31 @@ def _summary(rounds: list[dict[str, dict[str, float]]]) -> dict[str, Any]:
     return summary
 
 
-async def run_latency(
-    commands: list[list[str]],
-    extra_env: dict[str, str],
-    *,
-    rounds: int,
-    settle: float,
-    kubeconfig: Path | None,
-) -> list[dict[str, Any]]:
+@dataclasses.dataclass(frozen=True)
+class LatencyPlan:
+    """How the latency mode runs: the controllers' extra environment, the rounds, the quiet
+    time before each round, and the API server (None: an embedded one per command)."""
+
+    extra_env: dict[str, str]
+    rounds: int
+    settle: float
+    kubeconfig: Path | None
+
+
+async def run_latency(commands: list[list[str]], plan: LatencyPlan) -> list[dict[str, Any]]:
     """Start-up, then ``rounds`` single-domain rounds, for each command; interleaved when each
     command has an embedded server of its own, one command after another on a shared one."""
-    if kubeconfig is not None:
-        results = []
-        for command in commands:
-            results.extend(await _latency_group([command], extra_env, rounds, settle, kubeconfig))
-        return results
-    return await _latency_group(commands, extra_env, rounds, settle, None)
+    groups = [commands] if plan.kubeconfig is None else [[c] for c in commands]
+    results = []
+    for group in groups:
+        results.extend(await _latency_group(group, plan))
+    return results
 
 
-async def _latency_group(
-    commands: list[list[str]],
-    extra_env: dict[str, str],
-    rounds: int,
-    settle: float,
-    kubeconfig: Path | None,
-) -> list[dict[str, Any]]:
+async def _latency_group(commands: list[list[str]], plan: LatencyPlan) -> list[dict[str, Any]]:
+    kubeconfig, rounds, settle, extra_env = (
+        plan.kubeconfig, plan.rounds, plan.settle, plan.extra_env
+    )  # fmt: skip
     async with contextlib.AsyncExitStack() as stack:
         sessions = []
         for _ in commands:
@@ -675,9 +680,8 @@ async def _latency_group(
         requests: list[list[Counter[str]]] = [[] for _ in commands]
         for index in range(rounds):
             for position, session in enumerate(sessions):
-                await session.settle(settle)
                 await session.counters(reset=True)
-                figures[position].append(await _one_domain(session, f"round-{index}"))
+                figures[position].append(await _one_domain(session, f"round-{index}", settle))
                 await session.settle(min(settle, 0.5))
                 by_verb = _requests((await session.counters())["items"])[0]
                 requests[position].append(by_verb)
@@ -745,11 +749,8 @@ def main() -> int:
             parser.error("--rounds: at least 1")
         limits = {"KUBE_API_QPS": args.qps, "KUBE_API_BURST": args.burst}
         extra.update({k: v for k, v in limits.items() if v})
-        runs = asyncio.run(
-            run_latency(
-                commands, extra, rounds=args.rounds, settle=args.settle, kubeconfig=args.kubeconfig
-            )
-        )
+        plan = LatencyPlan(extra, args.rounds, args.settle, args.kubeconfig)
+        runs = asyncio.run(run_latency(commands, plan))
         print(json.dumps({"benchmark": "controller-latency", "runs": runs}, indent=2))
         return 0
     runs = [
