@@ -108,7 +108,7 @@ def serve(directory: Path) -> None:
         if not agent.startswith(BENCH_AGENT):
             first.setdefault(agent.split("/")[0], time.monotonic())
         try:
-            response = await handler(request)
+            response: web.StreamResponse = await handler(request)
             code = response.status
             return response
         except ApiStatusError as exc:
@@ -549,7 +549,7 @@ def _throughput_report(
 ) -> dict[str, Any]:
     by_verb, by_request, writes, writes_no_events, conflicts = _requests(rows)
     per_domain = {verb: round(count / n, 3) for verb, count in sorted(by_verb.items())}
-    result = {
+    result: dict[str, Any] = {
         "domains": n,
         "controller_cmd": shlex.join(command),
         "reconciled": reconciled,
@@ -626,6 +626,22 @@ async def _startup(session: Session, command: list[str], env: dict[str, str]) ->
     }
 
 
+def _median_counts(
+    rounds: list[Counter[str]], key: Callable[[str], str]
+) -> dict[str, float] | None:
+    """The median count of each ``key(request)`` over the rounds (None: nothing counted)."""
+    per_round = []
+    for counted in rounds:
+        keyed: Counter[str] = Counter()
+        for request, n in counted.items():
+            keyed[key(request)] += n
+        per_round.append(keyed)
+    names = sorted(set().union(*per_round))
+    if not names:
+        return None
+    return {name: statistics.median(c.get(name, 0) for c in per_round) for name in names}
+
+
 def _summary(rounds: list[dict[str, dict[str, float]]]) -> dict[str, Any]:
     """Median, min and max of every figure over the rounds."""
     summary: dict[str, Any] = {}
@@ -683,8 +699,8 @@ async def _latency_group(commands: list[list[str]], plan: LatencyPlan) -> list[d
                 await session.counters(reset=True)
                 figures[position].append(await _one_domain(session, f"round-{index}", settle))
                 await session.settle(min(settle, 0.5))
-                by_verb = _requests((await session.counters())["items"])[0]
-                requests[position].append(by_verb)
+                by_request = _requests((await session.counters())["items"])[1]
+                requests[position].append(by_request)
     return [
         {
             "controller_cmd": shlex.join(command),
@@ -692,14 +708,8 @@ async def _latency_group(commands: list[list[str]], plan: LatencyPlan) -> list[d
             "startup": startup,
             "rounds": len(done),
             "seconds": _summary(done),
-            "requests_per_round_by_verb": (
-                {
-                    verb: statistics.median(c.get(verb, 0) for c in counted)
-                    for verb in sorted(set().union(*counted))
-                }
-                if session.server.counting
-                else None
-            ),
+            "requests_per_round_by_verb": _median_counts(counted, lambda r: r.split()[0]),
+            "requests_per_round": _median_counts(counted, lambda r: r),
             "each_round": done,
         }
         for command, startup, done, counted, session in zip(

@@ -15,8 +15,10 @@ import random
 import attrs
 
 
-def _check_jitter(instance: Backoff, attribute: attrs.Attribute[object], value: object) -> None:
-    low, high = instance.jitter
+def _check_jitter(
+    instance: Backoff, attribute: attrs.Attribute[tuple[float, float]], value: tuple[float, float]
+) -> None:
+    low, high = value
     if not 0.0 <= low <= high:
         msg = f"jitter must be a range (low, high) with 0 <= low <= high (got {value!r})"
         raise ValueError(msg)

@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,20 +20,20 @@ BENCH = Path(__file__).resolve().parents[2] / "bench" / "controller.py"
 CONTROLLER = str(Path(sys.executable).with_name("cd-controller"))
 
 
-def _run(*args: str) -> dict[str, object]:
+def _run(*args: str) -> dict[str, Any]:
     result = subprocess.run(
         [sys.executable, str(BENCH), *args], capture_output=True, text=True, timeout=280,
         check=False,
     )  # fmt: skip
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    document: dict[str, object] = json.loads(result.stdout)
+    document: dict[str, Any] = json.loads(result.stdout)
     return document
 
 
 def test_latency_mode_measures_start_up_and_each_round() -> None:
     document = _run("--latency", "--rounds", "2", "--settle", "0.5", "--controller-cmd", CONTROLLER)
     assert document["benchmark"] == "controller-latency"
-    (run,) = document["runs"]  # type: ignore[misc]
+    (run,) = document["runs"]
     assert run["controller_cmd"] == CONTROLLER
     assert run["control_plane"] == "embedded"
     assert run["rounds"] == 2
@@ -60,7 +61,7 @@ def test_latency_mode_measures_start_up_and_each_round() -> None:
 def test_throughput_mode_reconciles_every_domain() -> None:
     document = _run("--domains", "3", "--controller-cmd", CONTROLLER)
     assert document["benchmark"] == "controller"
-    (run,) = document["runs"]  # type: ignore[misc]
+    (run,) = document["runs"]
     assert run["domains"] == 3
     assert run["reconciled"] == 3
     assert run["writes_per_domain"] > 0
