@@ -36,6 +36,11 @@ its delete to each object and the domain gone: median, min and max over the roun
 round's figures. All times are seen through the bench's own watches, so both controllers pay
 the same delivery delay.
 
+NVIDIA's controller, built from its public repository for a comparison, reads its object
+templates from ``/templates`` (the repository's ``templates/`` folder), and a build on client-go
+1.35 or later sends built-in kinds as protobuf unless its client configuration names JSON, which
+the embedded API server needs (it speaks JSON only).
+
 Figures are reported, never asserted.
 """
 
