@@ -1,21 +1,47 @@
-"""Benchmark a ComputeDomain controller: N domains created at once, until all are reconciled.
+"""Benchmark a ComputeDomain controller: many domains at once, or one domain at a time.
 
-Run: ``python bench/controller.py [--domains 100,1000] [--controller-cmd "cd-controller"]``.
-Prints one JSON document.
+Run::
 
-For each N: an embedded API server runs in its own process, with a pipeline stage that counts
-every request by (verb, resource, status code) and by client; the controller under test runs as
-a command line (default: ours, ``cd-controller`` from this virtual environment), so any
-implementation of the same contract (flags/env of controller.md §1.1) can be measured on the
-same workload, with client-side QPS limits lifted (``KUBE_API_QPS``/``KUBE_API_BURST``). After a
-warm-up domain proves the controller is serving, the bench creates N domains concurrently and
-measures the time until every one has our finalizer, its DaemonSet, both claim templates and a
-status, then waits for the controller's requests to stop (quiescence) and reports its API
-requests per domain by verb and its peak RSS (the process tree, sampled every 50 ms).
-The bench's own requests carry their own User-Agent and are not counted.
+    python bench/controller.py [--domains 100,1000] [--controller-cmd CMD]
+    python bench/controller.py --latency [--rounds 5] --controller-cmd CMD [--controller-cmd CMD]
+    ... [--kubeconfig PATH]
 
-Targets (issue 3): at most 5 writes per domain on the happy path, 1,000 domains reconciled in at
-most 30 s, RSS at most 150 MB. They are reported, never asserted.
+Prints one JSON document. The controller under test runs as a command line (default: ours,
+``cd-controller`` from this virtual environment) with upstream's environment (``KUBECONFIG``,
+``NAMESPACE``, ``POD_NAME``, ...), so any implementation of the same contract can be measured
+on the same workload. By default each command gets an embedded API server of its own, in its own
+process, with a pipeline stage that counts every request by (verb, resource, status code) and
+notes each client's first request; ``--kubeconfig`` points every command at an existing API
+server instead (a real control plane; its CRDs are installed when missing), where the commands
+then run one after another and requests are not counted. The bench's own requests carry their
+own User-Agent and are never counted.
+
+**Throughput** (the default): client-side QPS limits lifted (``KUBE_API_QPS``/
+``KUBE_API_BURST``); after a warm-up domain proves the controller is serving, N domains are
+created concurrently and the bench measures the time until every one has the finalizer, its
+DaemonSet, both claim templates and a status, waits for the controller's requests to stop and
+reports its API requests per domain by verb and its peak RSS (the process tree, every 50 ms).
+Targets (issue 3): at most 5 writes per domain, 1,000 domains in at most 30 s, RSS at most
+150 MB.
+
+**Latency** (``--latency``): the controllers keep their own client limits (their defaults
+unless ``--qps``/``--burst``). Start-up first, per command: a domain exists before the process
+starts, and the bench reports the time from process start to the controller's first request
+and to that domain reconciled, then the time from its delete to gone. Then, over ``--rounds``
+rounds (interleaved between the commands when each has its own server), one domain is created
+while the controller is serving and idle (its requests have stopped for ``--settle`` seconds,
+long enough for a client bucket of 10 tokens at 5 QPS to refill) and deleted once it is idle
+again, and the bench reports the time to each object, to the finalizer, to a status, and from
+its delete to each object and the domain gone: median, min and max over the rounds, and each
+round's figures. All times are seen through the bench's own watches, so both controllers pay
+the same delivery delay.
+
+NVIDIA's controller, built from its public repository for a comparison, reads its object
+templates from ``/templates`` (the repository's ``templates/`` folder), and a build on client-go
+1.35 or later sends built-in kinds as protobuf unless its client configuration names JSON, which
+the embedded API server needs (it speaks JSON only).
+
+Figures are reported, never asserted.
 """
 
 from __future__ import annotations
@@ -23,14 +49,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import json
 import os
 import shlex
 import signal
+import statistics
 import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -39,9 +68,17 @@ CRDS = ROOT / "deployments" / "base" / "crds"
 BENCH_AGENT = "cd-bench"
 COUNTERS_PATH = "/bench/counters"
 DOMAIN_LABEL = "resource.nvidia.com/computeDomain"
+TARGET_LABEL = "resource.nvidia.com/computeDomainTarget"
 FINALIZER = DOMAIN_LABEL
+DRIVER_NAMESPACE = "cd-driver"
+USER_NAMESPACE = "cd-users"
 WRITE_VERBS = ("create", "update", "patch", "delete")
 TARGETS = {"writes_per_domain": 5, "seconds_for_1000": 30.0, "peak_rss_mb": 150.0}
+# What a reconciled domain has, as the bench's watches name it.
+OBJECTS = ("daemon_set", "daemon_template", "workload_template")
+RECONCILED = ("finalizer", "status", *OBJECTS)
+GONE = ("domain_gone", *(f"{what}_gone" for what in OBJECTS))
+STEP_TIMEOUT = 120.0
 
 
 # -- the API server process ---------------------------------------------------------------------
@@ -56,6 +93,7 @@ def serve(directory: Path) -> None:
     from computedomain_sim.apiserver.status import ApiStatusError
 
     counts: Counter[tuple[str, str, str, int]] = Counter()
+    first: dict[str, float] = {}
 
     @web.middleware
     async def count(request: web.Request, handler: Any) -> web.StreamResponse:
@@ -63,16 +101,19 @@ def serve(directory: Path) -> None:
         if request.path == COUNTERS_PATH:
             if request.method == "DELETE":
                 counts.clear()
+                first.clear()
             rows = [
                 {"agent": a, "verb": v, "resource": r, "code": c, "count": n}
                 for (a, v, r, c), n in sorted(counts.items())
             ]
-            return web.json_response({"items": rows})
+            return web.json_response({"items": rows, "first_request": first})
         info = request[INFO]
         resource = info.resource + (f"/{info.subresource}" if info.subresource else "")
         code = 0
+        if not agent.startswith(BENCH_AGENT):
+            first.setdefault(agent.split("/")[0], time.monotonic())
         try:
-            response = await handler(request)
+            response: web.StreamResponse = await handler(request)
             code = response.status
             return response
         except ApiStatusError as exc:
@@ -99,33 +140,289 @@ def serve(directory: Path) -> None:
     asyncio.run(main())
 
 
-# -- the bench ----------------------------------------------------------------------------------
+async def _stop(process: asyncio.subprocess.Process | None) -> None:
+    """SIGTERM, then SIGKILL after 20 s; reaps the process."""
+    if process is None or process.returncode is not None:
+        return
+    process.send_signal(signal.SIGTERM)
+    try:
+        await asyncio.wait_for(process.wait(), 20)
+    except TimeoutError:
+        process.kill()
+        await process.wait()
 
 
-class Watcher:
-    """Tracks which domains are fully reconciled, from watches on the bench's own connection."""
+class Server:
+    """The API server one controller talks to: an embedded one (counting) or an existing one."""
+
+    def __init__(self, kubeconfig: Path, process: asyncio.subprocess.Process | None = None) -> None:
+        self.kubeconfig = kubeconfig
+        self.process = process
+        self.counting = process is not None
+
+    @classmethod
+    async def embedded(cls, directory: Path) -> Server:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, __file__, "--serve", str(directory), stdout=asyncio.subprocess.DEVNULL
+        )
+        url_file = directory / "url"
+        deadline = time.monotonic() + 60
+        while not url_file.exists():
+            if process.returncode is not None or time.monotonic() > deadline:
+                await _stop(process)
+                msg = "the embedded API server did not start"
+                raise RuntimeError(msg)
+            await asyncio.sleep(0.05)
+        return cls(directory / "kubeconfig", process)
+
+    async def stop(self) -> None:
+        await _stop(self.process)
+
+
+async def _install_crds(api: Any) -> None:
+    """Create the CRDs an existing server lacks, and wait until they are served."""
+    import yaml
+
+    from computedomain.kube import errors
+
+    path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+    for file in sorted(CRDS.glob("*.yaml")):
+        for doc in yaml.safe_load_all(file.read_text()):
+            if not doc or doc.get("kind") != "CustomResourceDefinition":
+                continue
+            with contextlib.suppress(errors.AlreadyExists):
+                await api.request("POST", path, body=doc)
+            name = doc["metadata"]["name"]
+            deadline = time.monotonic() + 60
+            while True:
+                crd = await api.request("GET", f"{path}/{name}")
+                conditions = (crd.get("status") or {}).get("conditions") or []
+                if any(c.get("type") == "Established" and c.get("status") == "True"
+                       for c in conditions):  # fmt: skip
+                    break
+                if time.monotonic() > deadline:
+                    msg = f"CRD {name} is not Established after 60 s"
+                    raise RuntimeError(msg)
+                await asyncio.sleep(0.2)
+
+
+# -- what the bench sees ------------------------------------------------------------------------
+
+
+class Timeline:
+    """When the bench's own watches first saw each thing happen to each domain (by UID).
+
+    ``seen[uid]`` maps ``finalizer``, ``status``, ``daemon_set``, ``daemon_template``,
+    ``workload_template`` and, once deleted, ``<thing>_gone`` and ``domain_gone`` to a
+    ``time.monotonic()`` reading.
+    """
 
     def __init__(self) -> None:
-        self.domains: dict[str, dict[str, Any]] = {}  # uid -> domain
-        self.daemon_sets: set[str] = set()
-        self.daemon_templates: set[str] = set()
-        self.workload_templates: set[str] = set()
+        self.seen: dict[str, dict[str, float]] = {}
+        self.changed = asyncio.Event()
+
+    def mark(self, uid: str, what: str) -> None:
+        seen = self.seen.setdefault(uid, {})
+        if what not in seen:
+            seen[what] = time.monotonic()
+            self.changed.set()
 
     def done(self, uid: str) -> bool:
-        domain = self.domains.get(uid)
-        return bool(
-            domain is not None
-            and FINALIZER in (domain["metadata"].get("finalizers") or [])
-            and domain.get("status")
-            and uid in self.daemon_sets
-            and uid in self.daemon_templates
-            and uid in self.workload_templates
+        seen = self.seen.get(uid, {})
+        return all(what in seen for what in RECONCILED)
+
+    def gone(self, uid: str) -> bool:
+        seen = self.seen.get(uid, {})
+        return all(what in seen for what in GONE)
+
+    def on_domain(self, obj: dict[str, Any]) -> None:
+        meta = obj["metadata"]
+        if FINALIZER in (meta.get("finalizers") or []):
+            self.mark(meta["uid"], "finalizer")
+        if obj.get("status"):
+            self.mark(meta["uid"], "status")
+
+    def handlers(self) -> dict[str, Any]:
+        """One informer handler per watched kind."""
+        from computedomain.kube.informer import FuncHandler
+
+        def owned(what: str) -> FuncHandler:
+            def uid_of(obj: dict[str, Any]) -> str | None:
+                return (obj["metadata"].get("labels") or {}).get(DOMAIN_LABEL)
+
+            def add(obj: dict[str, Any]) -> None:
+                if uid := uid_of(obj):
+                    self.mark(uid, what)
+
+            def delete(obj: dict[str, Any]) -> None:
+                if uid := uid_of(obj):
+                    self.mark(uid, f"{what}_gone")
+
+            return FuncHandler(add=add, update=lambda old, new: add(new), delete=delete)
+
+        return {
+            "domain": FuncHandler(
+                add=self.on_domain,
+                update=lambda old, new: self.on_domain(new),
+                delete=lambda obj: self.mark(obj["metadata"]["uid"], "domain_gone"),
+            ),
+            **{what: owned(what) for what in OBJECTS},
+        }
+
+
+class Session:
+    """The bench's client and watches on one API server, and one controller process on it."""
+
+    def __init__(self, server: Server, api: Any, directory: Path) -> None:
+        self.server = server
+        self.api = api
+        self.directory = directory
+        self.timeline = Timeline()
+        self.controller: asyncio.subprocess.Process | None = None
+        self.started_at = 0.0
+        self.log_path = directory / "controller.log"
+        self._watches: list[asyncio.Task[None]] = []
+
+    @classmethod
+    @contextlib.asynccontextmanager
+    async def open(cls, server: Server, directory: Path) -> AsyncIterator[Session]:
+        from computedomain.kube import errors, resources
+        from computedomain.kube.client import ClientConfig, connect
+
+        api = await connect(
+            ClientConfig(kubeconfig=str(server.kubeconfig), qps=0, user_agent=BENCH_AGENT)
         )
+        session = cls(server, api, directory)
+        try:
+            if not server.counting:
+                await _install_crds(api)
+            for ns in (DRIVER_NAMESPACE, USER_NAMESPACE):
+                with contextlib.suppress(errors.AlreadyExists):
+                    await api.create(resources.NAMESPACES, {"metadata": {"name": ns}})
+            await session._watch()
+            yield session
+        finally:
+            await session.stop_controller()
+            for task in session._watches:
+                task.cancel()
+            await asyncio.gather(*session._watches, return_exceptions=True)
+            await api.close()
+
+    async def _watch(self) -> None:
+        from computedomain.kube import resources
+        from computedomain.kube.informer import Informer
+
+        handlers = self.timeline.handlers()
+        templates = f"{TARGET_LABEL}="
+        informers = {
+            "domain": Informer(self.api, resources.COMPUTE_DOMAINS, name="bench-cd"),
+            "daemon_set": Informer(
+                self.api, resources.DAEMON_SETS, label_selector=DOMAIN_LABEL, name="bench-ds"
+            ),
+            "daemon_template": Informer(
+                self.api,
+                resources.RESOURCE_CLAIM_TEMPLATES,
+                label_selector=f"{templates}Daemon",
+                name="bench-drct",
+            ),
+            "workload_template": Informer(
+                self.api,
+                resources.RESOURCE_CLAIM_TEMPLATES,
+                label_selector=f"{templates}Workload",
+                name="bench-wrct",
+            ),
+        }
+        for what, informer in informers.items():
+            informer.add_handler(handlers[what])
+            self._watches.append(asyncio.create_task(informer.run()))
+        for informer in informers.values():
+            await informer.wait_for_sync()
+
+    async def start_controller(self, command: list[str], extra_env: dict[str, str]) -> None:
+        env = {
+            **os.environ,
+            "POD_NAME": "bench-controller",
+            "NAMESPACE": DRIVER_NAMESPACE,
+            "IMAGE_NAME": "registry.example/computedomain:bench",
+            "LOG_VERBOSITY_CD_DAEMON": "1",
+            "KUBECONFIG": str(self.server.kubeconfig),
+            **extra_env,
+        }
+        with self.log_path.open("ab") as log:  # a file, never a pipe nobody drains
+            self.started_at = time.monotonic()
+            self.controller = await asyncio.create_subprocess_exec(
+                *command, env=env, stdout=log, stderr=asyncio.subprocess.STDOUT
+            )
+
+    async def stop_controller(self) -> None:
+        await _stop(self.controller)
+
+    def log_tail(self) -> str:
+        with contextlib.suppress(OSError):
+            return self.log_path.read_text(errors="replace")[-3000:]
+        return ""
+
+    async def until(self, condition: Callable[[], bool], what: str) -> float:
+        """Poll ``condition`` until true; its time. Raises with the log if the controller
+        exits or the step takes longer than :data:`STEP_TIMEOUT`."""
+        deadline = time.monotonic() + STEP_TIMEOUT
+        changed = self.timeline.changed
+        while not condition():
+            if self.controller is not None and self.controller.returncode is not None:
+                msg = f"controller exited ({self.controller.returncode}) before {what}: "
+                raise RuntimeError(msg + self.log_tail())
+            if time.monotonic() > deadline:
+                msg = f"{what}: not within {STEP_TIMEOUT} s; controller log: {self.log_tail()}"
+                raise RuntimeError(msg)
+            changed.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(changed.wait(), 0.2)
+        return time.monotonic()
+
+    async def create(self, name: str) -> tuple[str, float]:
+        """Create a domain; (its UID, the time just before the request)."""
+        from computedomain.kube import resources
+
+        body = {
+            "apiVersion": "resource.nvidia.com/v1beta1",
+            "kind": "ComputeDomain",
+            "metadata": {"name": name, "namespace": USER_NAMESPACE},
+            "spec": {"channel": {"resourceClaimTemplate": {"name": f"{name}-channel"}}},
+        }
+        sent = time.monotonic()
+        created = await self.api.create(resources.COMPUTE_DOMAINS, body)
+        return str(created["metadata"]["uid"]), sent
+
+    async def delete(self, name: str) -> float:
+        from computedomain.kube import resources
+
+        sent = time.monotonic()
+        await self.api.delete(resources.COMPUTE_DOMAINS, name, USER_NAMESPACE)
+        return sent
+
+    async def counters(self, *, reset: bool = False) -> dict[str, Any]:
+        if not self.server.counting:
+            return {"items": [], "first_request": {}}
+        result: dict[str, Any] = await self.api.request("DELETE" if reset else "GET", COUNTERS_PATH)
+        return result
+
+    async def settle(self, quiet: float) -> None:
+        """Wait until the controller's requests have stopped for ``quiet`` seconds (on a
+        server that does not count them: ``quiet`` seconds)."""
+        if not self.server.counting:
+            await asyncio.sleep(quiet)
+            return
+        last: list[dict[str, Any]] = []
+        quiet_since = time.monotonic()
+        deadline = quiet_since + STEP_TIMEOUT
+        while time.monotonic() - quiet_since < quiet and time.monotonic() < deadline:
+            rows = (await self.counters())["items"]
+            if rows != last:
+                last, quiet_since = rows, time.monotonic()
+            await asyncio.sleep(0.1)
 
 
-async def _watch(api: Any, informer: Any) -> None:
-    with contextlib.suppress(asyncio.CancelledError):
-        await informer.run()
+# -- throughput ---------------------------------------------------------------------------------
 
 
 async def _sample_rss(pid: int, peak: list[float], stop: asyncio.Event) -> None:
@@ -161,185 +458,72 @@ def _cpu(pid: int) -> float:
     return total
 
 
-async def _counters(api: Any, *, reset: bool = False) -> list[dict[str, Any]]:
-    method = "DELETE" if reset else "GET"
-    result = await api.request(method, COUNTERS_PATH)
-    return list(result.get("items") or [])
+LIFTED = {"KUBE_API_QPS": "100000", "KUBE_API_BURST": "100000"}
 
 
-async def run_one(n: int, command: list[str], workers_env: dict[str, str]) -> dict[str, Any]:
-    from computedomain.kube import resources
-    from computedomain.kube.client import ClientConfig, connect
-    from computedomain.kube.informer import FuncHandler, Informer
-
+async def run_throughput(
+    n: int, command: list[str], extra_env: dict[str, str], kubeconfig: Path | None
+) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="cd-bench-") as tmp:
         directory = Path(tmp)
-        server = await asyncio.create_subprocess_exec(
-            sys.executable, __file__, "--serve", str(directory), stdout=asyncio.subprocess.DEVNULL
-        )
-        controller = None
+        server = Server(kubeconfig) if kubeconfig else await Server.embedded(directory)
         try:
-            url_file = directory / "url"
-            for _ in range(600):
-                if url_file.exists():
-                    break
-                await asyncio.sleep(0.05)
-            kubeconfig = directory / "kubeconfig"
-            api = await connect(
-                ClientConfig(kubeconfig=str(kubeconfig), qps=0, user_agent=BENCH_AGENT)
-            )
-            for ns in ("cd-driver", "cd-users"):
-                await api.create(resources.NAMESPACES, {"metadata": {"name": ns}})
-            env = {
-                **os.environ,
-                "POD_NAME": "bench-controller",
-                "NAMESPACE": "cd-driver",
-                "IMAGE_NAME": "registry.example/computedomain:bench",
-                "LOG_VERBOSITY_CD_DAEMON": "1",
-                "KUBECONFIG": str(kubeconfig),
-                "KUBE_API_QPS": "100000",
-                "KUBE_API_BURST": "100000",
-                **workers_env,
-            }
-            log_path = directory / "controller.log"
-            with log_path.open("wb") as log:  # a file, never a pipe nobody drains
-                controller = await asyncio.create_subprocess_exec(
-                    *command, env=env, stdout=log, stderr=asyncio.subprocess.STDOUT
-                )
-            peak = [0.0]
-            stop_sampling = asyncio.Event()
-            sampler = asyncio.create_task(_sample_rss(controller.pid, peak, stop_sampling))
-
-            watcher = Watcher()
-
-            def on_domain(obj: dict[str, Any]) -> None:
-                watcher.domains[obj["metadata"]["uid"]] = obj
-
-            def tracker(into: set[str]) -> FuncHandler:
-                def add(obj: dict[str, Any]) -> None:
-                    uid = (obj["metadata"].get("labels") or {}).get(DOMAIN_LABEL)
-                    if uid:
-                        into.add(uid)
-
-                return FuncHandler(add=add, update=lambda old, new: add(new))
-
-            informers = [
-                Informer(api, resources.COMPUTE_DOMAINS, name="bench-cd"),
-                Informer(api, resources.DAEMON_SETS, namespace="cd-driver", name="bench-ds"),
-                Informer(
-                    api,
-                    resources.RESOURCE_CLAIM_TEMPLATES,
-                    label_selector="resource.nvidia.com/computeDomainTarget=Daemon",
-                    name="bench-drct",
-                ),
-                Informer(
-                    api,
-                    resources.RESOURCE_CLAIM_TEMPLATES,
-                    label_selector="resource.nvidia.com/computeDomainTarget=Workload",
-                    name="bench-wrct",
-                ),
-            ]
-            informers[0].add_handler(
-                FuncHandler(add=on_domain, update=lambda old, new: on_domain(new))
-            )
-            informers[1].add_handler(tracker(watcher.daemon_sets))
-            informers[2].add_handler(tracker(watcher.daemon_templates))
-            informers[3].add_handler(tracker(watcher.workload_templates))
-            watches = [asyncio.create_task(_watch(api, inf)) for inf in informers]
-            for inf in informers:
-                await inf.wait_for_sync()
-
-            def body(name: str) -> dict[str, Any]:
-                return {
-                    "apiVersion": "resource.nvidia.com/v1beta1",
-                    "kind": "ComputeDomain",
-                    "metadata": {"name": name, "namespace": "cd-users"},
-                    "spec": {"channel": {"resourceClaimTemplate": {"name": f"{name}-channel"}}},
-                }
-
-            # Warm-up: the controller is serving once one domain is reconciled.
-            warm = await api.create(resources.COMPUTE_DOMAINS, body("warm-up"))
-            start_wait = time.monotonic()
-            while not watcher.done(warm["metadata"]["uid"]):
-                if controller.returncode is not None or time.monotonic() - start_wait > 120:
-                    err = log_path.read_text(errors="replace")[-2000:]
-                    msg = f"controller did not reconcile the warm-up domain: {err}"
-                    raise RuntimeError(msg)
-                await asyncio.sleep(0.02)
-            await asyncio.sleep(0.5)
-            await _counters(api, reset=True)
-            rss_before = peak[0]
-
-            cpu_before = (_cpu(controller.pid), _cpu(server.pid))
-            started = time.monotonic()
-            created = await asyncio.gather(
-                *(api.create(resources.COMPUTE_DOMAINS, body(f"cd-{i:05d}")) for i in range(n))
-            )
-            created_at = time.monotonic() - started
-            uids = [c["metadata"]["uid"] for c in created]
-            while not all(watcher.done(u) for u in uids):
-                if controller.returncode is not None:
-                    msg = f"controller exited with {controller.returncode}"
-                    raise RuntimeError(msg)
-                if time.monotonic() - started > 600:
-                    break
-                await asyncio.sleep(0.01)
-            elapsed = time.monotonic() - started
-            cpu = (_cpu(controller.pid) - cpu_before[0], _cpu(server.pid) - cpu_before[1])
-            reconciled = sum(1 for u in uids if watcher.done(u))
-
-            # Quiescence: the controller's request counters stop moving for 2 s.
-            last: list[dict[str, Any]] = []
-            quiet_since = time.monotonic()
-            while time.monotonic() - quiet_since < 2.0:
-                rows = await _counters(api)
-                if rows != last:
-                    last, quiet_since = rows, time.monotonic()
-                await asyncio.sleep(0.2)
-            stop_sampling.set()
-            await sampler
-            for task in watches:
-                task.cancel()
-            await asyncio.gather(*watches, return_exceptions=True)
-            await api.close()
-            return _report(
-                n=n,
-                command=command,
-                elapsed=elapsed,
-                created_at=created_at,
-                reconciled=reconciled,
-                rows=last,
-                peak_rss=peak[0],
-                rss_before=rss_before,
-                cpu=cpu,
-            )
+            async with Session.open(server, directory) as session:
+                return await _throughput(session, n, command, {**LIFTED, **extra_env})
         finally:
-            if controller is not None and controller.returncode is None:
-                controller.send_signal(signal.SIGTERM)
-                try:
-                    await asyncio.wait_for(controller.wait(), 20)
-                except TimeoutError:
-                    controller.kill()
-            if server.returncode is None:
-                server.send_signal(signal.SIGTERM)
-                try:
-                    await asyncio.wait_for(server.wait(), 20)
-                except TimeoutError:
-                    server.kill()
+            await server.stop()
 
 
-def _report(
-    *,
-    n: int,
-    command: list[str],
-    elapsed: float,
-    created_at: float,
-    reconciled: int,
-    rows: list[dict[str, Any]],
-    peak_rss: float,
-    rss_before: float,
-    cpu: tuple[float, float],
+async def _throughput(
+    session: Session, n: int, command: list[str], env: dict[str, str]
 ) -> dict[str, Any]:
+    await session.start_controller(command, env)
+    assert session.controller is not None
+    pid = session.controller.pid
+    peak = [0.0]
+    stop_sampling = asyncio.Event()
+    sampler = asyncio.create_task(_sample_rss(pid, peak, stop_sampling))
+    timeline = session.timeline
+    try:
+        warm, _ = await session.create("warm-up")  # the controller serves once this is done
+        await session.until(lambda: timeline.done(warm), "the warm-up domain reconciled")
+        await asyncio.sleep(0.5)
+        await session.counters(reset=True)
+        rss_before = peak[0]
+        server_pid = session.server.process.pid if session.server.process else None
+        cpu_before = (_cpu(pid), _cpu(server_pid) if server_pid else 0.0)
+        started = time.monotonic()
+        created = await asyncio.gather(*(session.create(f"cd-{i:05d}") for i in range(n)))
+        created_at = time.monotonic() - started
+        uids = [uid for uid, _ in created]
+        with contextlib.suppress(RuntimeError):  # a timeout still reports what was reconciled
+            await session.until(lambda: all(timeline.done(u) for u in uids), "all reconciled")
+        elapsed = time.monotonic() - started
+        cpu = (
+            _cpu(pid) - cpu_before[0],
+            (_cpu(server_pid) - cpu_before[1]) if server_pid else 0.0,
+        )
+        reconciled = sum(1 for u in uids if timeline.done(u))
+        await session.settle(2.0)
+        rows = (await session.counters())["items"]
+    finally:
+        stop_sampling.set()
+        await sampler
+    return _throughput_report(
+        n=n,
+        command=command,
+        elapsed=elapsed,
+        created_at=created_at,
+        reconciled=reconciled,
+        rows=rows,
+        peak_rss=peak[0],
+        rss_before=rss_before,
+        cpu=cpu,
+    )
+
+
+def _requests(rows: list[dict[str, Any]]) -> tuple[Counter[str], Counter[str], int, int, int]:
+    """(count by verb, count by "verb resource code", writes, writes without events, 409s)."""
     by_verb: Counter[str] = Counter()
     by_request: Counter[str] = Counter()
     writes = writes_no_events = conflicts = 0
@@ -353,8 +537,24 @@ def _report(
                 writes_no_events += count
         if row["code"] == 409:
             conflicts += count
+    return by_verb, by_request, writes, writes_no_events, conflicts
+
+
+def _throughput_report(
+    *,
+    n: int,
+    command: list[str],
+    elapsed: float,
+    created_at: float,
+    reconciled: int,
+    rows: list[dict[str, Any]],
+    peak_rss: float,
+    rss_before: float,
+    cpu: tuple[float, float],
+) -> dict[str, Any]:
+    by_verb, by_request, writes, writes_no_events, conflicts = _requests(rows)
     per_domain = {verb: round(count / n, 3) for verb, count in sorted(by_verb.items())}
-    result = {
+    result: dict[str, Any] = {
         "domains": n,
         "controller_cmd": shlex.join(command),
         "reconciled": reconciled,
@@ -382,24 +582,197 @@ def _report(
     return result
 
 
+# -- latency ------------------------------------------------------------------------------------
+
+
+def _since(seen: dict[str, float], start: float, names: tuple[str, ...]) -> dict[str, float]:
+    """Seconds from ``start`` to each of ``names`` in ``seen``, and to the last of them."""
+    figures = {name: round(seen[name] - start, 4) for name in names}
+    figures["all"] = max(figures.values())
+    return figures
+
+
+async def _one_domain(session: Session, name: str, settle: float) -> dict[str, dict[str, float]]:
+    """On an idle controller, create a domain and wait until reconciled; once the controller
+    is idle again, delete it and wait until gone. The figures."""
+    timeline = session.timeline
+    await session.settle(settle)
+    uid, created = await session.create(name)
+    await session.until(lambda: timeline.done(uid), f"domain {name} reconciled")
+    await session.settle(settle)
+    deleted = await session.delete(name)
+    await session.until(lambda: timeline.gone(uid), f"domain {name} gone")
+    seen = timeline.seen[uid]
+    return {
+        "create": _since(seen, created, RECONCILED),
+        "delete": _since(seen, deleted, GONE),
+    }
+
+
+async def _startup(session: Session, command: list[str], env: dict[str, str]) -> dict[str, Any]:
+    """A domain exists, the controller starts: the time to its first request, to that domain
+    reconciled, and then from the domain's delete to gone."""
+    timeline = session.timeline
+    uid, _ = await session.create("before-start")
+    await session.counters(reset=True)
+    await session.start_controller(command, env)
+    started = session.started_at
+    await session.until(lambda: timeline.done(uid), "the existing domain reconciled")
+    first = (await session.counters())["first_request"]
+    deleted = await session.delete("before-start")
+    await session.until(lambda: timeline.gone(uid), "the existing domain gone")
+    seen = timeline.seen[uid]
+    return {
+        "process_start_to_first_request_s": (
+            round(min(first.values()) - started, 4) if first else None
+        ),
+        "process_start_to_existing_domain_reconciled_s": _since(seen, started, RECONCILED)["all"],
+        "first_delete_to_gone_s": _since(seen, deleted, GONE)["all"],
+    }
+
+
+def _median_counts(
+    rounds: list[Counter[str]], key: Callable[[str], str]
+) -> dict[str, float] | None:
+    """The median count of each ``key(request)`` over the rounds (None: nothing counted)."""
+    per_round = []
+    for counted in rounds:
+        keyed: Counter[str] = Counter()
+        for request, n in counted.items():
+            keyed[key(request)] += n
+        per_round.append(keyed)
+    names = sorted(set().union(*per_round))
+    if not names:
+        return None
+    return {name: statistics.median(c.get(name, 0) for c in per_round) for name in names}
+
+
+def _summary(rounds: list[dict[str, dict[str, float]]]) -> dict[str, Any]:
+    """Median, min and max of every figure over the rounds."""
+    summary: dict[str, Any] = {}
+    for phase in ("create", "delete"):
+        summary[phase] = {}
+        for name in rounds[0][phase]:
+            values = [r[phase][name] for r in rounds]
+            summary[phase][name] = {
+                "median": round(statistics.median(values), 4),
+                "min": min(values),
+                "max": max(values),
+            }
+    return summary
+
+
+@dataclasses.dataclass(frozen=True)
+class LatencyPlan:
+    """How the latency mode runs: the controllers' extra environment, the rounds, the quiet
+    time before each round, and the API server (None: an embedded one per command)."""
+
+    extra_env: dict[str, str]
+    rounds: int
+    settle: float
+    kubeconfig: Path | None
+
+
+async def run_latency(commands: list[list[str]], plan: LatencyPlan) -> list[dict[str, Any]]:
+    """Start-up, then ``rounds`` single-domain rounds, for each command; interleaved when each
+    command has an embedded server of its own, one command after another on a shared one."""
+    groups = [commands] if plan.kubeconfig is None else [[c] for c in commands]
+    results = []
+    for group in groups:
+        results.extend(await _latency_group(group, plan))
+    return results
+
+
+async def _latency_group(commands: list[list[str]], plan: LatencyPlan) -> list[dict[str, Any]]:
+    kubeconfig, rounds, settle, extra_env = (
+        plan.kubeconfig, plan.rounds, plan.settle, plan.extra_env
+    )  # fmt: skip
+    async with contextlib.AsyncExitStack() as stack:
+        sessions = []
+        for _ in commands:
+            directory = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="cd-bench-")))
+            server = Server(kubeconfig) if kubeconfig else await Server.embedded(directory)
+            stack.push_async_callback(server.stop)
+            sessions.append(await stack.enter_async_context(Session.open(server, directory)))
+        startups = []
+        for session, command in zip(sessions, commands, strict=True):  # one start at a time
+            startups.append(await _startup(session, command, extra_env))
+        figures: list[list[dict[str, dict[str, float]]]] = [[] for _ in commands]
+        requests: list[list[Counter[str]]] = [[] for _ in commands]
+        for index in range(rounds):
+            for position, session in enumerate(sessions):
+                await session.counters(reset=True)
+                figures[position].append(await _one_domain(session, f"round-{index}", settle))
+                await session.settle(min(settle, 0.5))
+                by_request = _requests((await session.counters())["items"])[1]
+                requests[position].append(by_request)
+    return [
+        {
+            "controller_cmd": shlex.join(command),
+            "control_plane": str(kubeconfig) if kubeconfig else "embedded",
+            "startup": startup,
+            "rounds": len(done),
+            "seconds": _summary(done),
+            "requests_per_round_by_verb": _median_counts(counted, lambda r: r.split()[0]),
+            "requests_per_round": _median_counts(counted, lambda r: r),
+            "each_round": done,
+        }
+        for command, startup, done, counted, session in zip(
+            commands, startups, figures, requests, sessions, strict=True
+        )
+    ]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--serve", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--domains", default="100,1000", help="comma-separated N values")
     parser.add_argument(
         "--controller-cmd",
-        default=str(Path(sys.executable).with_name("cd-controller")),
-        help="the controller command line (gets upstream's env: KUBECONFIG, NAMESPACE, ...)",
+        action="append",
+        help="a controller command line (gets upstream's env: KUBECONFIG, NAMESPACE, ...); "
+        "repeat to compare (latency mode); default: this environment's cd-controller",
     )
     parser.add_argument("--workers", default="", help="WORKERS env for the controller (ours)")
+    parser.add_argument(
+        "--kubeconfig",
+        "--control-plane",
+        type=Path,
+        help="use the API server of this kubeconfig (any URL) instead of embedded ones",
+    )
+    parser.add_argument("--latency", action="store_true", help="single-domain latency mode")
+    parser.add_argument("--rounds", type=int, default=5, help="latency rounds per controller")
+    parser.add_argument(
+        "--settle",
+        type=float,
+        default=2.0,
+        help="seconds a controller's requests must have stopped before each latency round",
+    )
+    parser.add_argument("--qps", help="KUBE_API_QPS for the controllers (latency mode)")
+    parser.add_argument("--burst", help="KUBE_API_BURST for the controllers (latency mode)")
     args = parser.parse_args()
     if args.serve is not None:
         serve(args.serve)
         return 0
-    command = shlex.split(args.controller_cmd)
+    commands = [
+        shlex.split(c)
+        for c in args.controller_cmd or [str(Path(sys.executable).with_name("cd-controller"))]
+    ]
     extra = {"WORKERS": args.workers} if args.workers else {}
+    if args.latency:
+        if args.rounds < 1:
+            parser.error("--rounds: at least 1")
+        limits = {"KUBE_API_QPS": args.qps, "KUBE_API_BURST": args.burst}
+        extra.update({k: v for k, v in limits.items() if v})
+        plan = LatencyPlan(extra, args.rounds, args.settle, args.kubeconfig)
+        runs = asyncio.run(run_latency(commands, plan))
+        print(json.dumps({"benchmark": "controller-latency", "runs": runs}, indent=2))
+        return 0
     runs = [
-        asyncio.run(run_one(int(n), command, extra)) for n in args.domains.split(",") if n.strip()
+        asyncio.run(run_throughput(int(n), command, extra, args.kubeconfig))
+        for command in commands
+        for n in args.domains.split(",")
+        if n.strip()
     ]
     print(json.dumps({"benchmark": "controller", "targets": TARGETS, "runs": runs}, indent=2))
     return 0

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 import attrs
+
+# Seconds after which a waiting domain is planned again even without an event.
+WAIT_RECHECK: Final = 5.0
 
 
 class Kind(enum.StrEnum):
@@ -133,9 +136,15 @@ class ForgetDomain:
 
 @attrs.frozen
 class Wait:
-    """After the other actions, report a retryable wait (TemporaryError) with ``message``."""
+    """After the other actions, wait for a change with ``message`` (a TemporaryError).
+
+    What is waited for moves on by itself and its informer event queues the domain again, so
+    a wait is not retried on the work queue's backoff; ``recheck`` seconds later the domain is
+    planned once more all the same, a safety net that also reports a wait that lasts.
+    """
 
     message: str
+    recheck: float = WAIT_RECHECK
 
 
 @attrs.frozen

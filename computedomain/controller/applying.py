@@ -1,22 +1,28 @@
 """``apply(actions)``: the thin layer that turns planned actions into API calls.
 
-Each action is carried out on the *latest* copy of its object (the cache, or what the server
-returned to our last write), never on the copy the plan read, and every write is a
-compare-and-swap on that copy's resourceVersion. A 409 Conflict re-reads the object live,
+Actions run in plan order, except that consecutive creates, deletes, finalizer removals and
+status writes of different objects are sent together (:func:`batches`): a new domain's three
+objects and its first status cost one round trip, not four, and none waits for another's
+echo. Each action is carried out on the
+*latest* copy of its object (the cache, or what the server returned to our last write), never
+on the copy the plan read, and every write is a compare-and-swap on that copy's
+resourceVersion. A 409 Conflict re-reads the object live,
 records it, and asks for a re-plan (:class:`TemporaryError` with no delay): the plan is cheap
 and pure, so re-planning from fresh state is the safe answer to any surprise. Creates and
 deletes are idempotent (AlreadyExists of our own object and NotFound count as done). Every
 response is recorded in the read-your-writes caches, which is how the first status write of a
 new domain uses the object returned by the finalizer update (§8 item 18).
 
-``Wait`` and ``Fail`` actions raise after the other actions ran. Called by
+``Wait`` and ``Fail`` actions raise after the other actions ran (a wait re-queues the domain
+only for its recheck: the informer event of what it waits for queues it sooner). Called by
 :mod:`~computedomain.controller.reconciling`; calls the kube layer.
 """
 
 from __future__ import annotations
 
+import asyncio
 import copy
-from collections.abc import Sequence
+from collections.abc import Awaitable, Iterable, Sequence
 from typing import Any, Protocol
 
 from computedomain.api import names
@@ -76,6 +82,46 @@ class Replan(TemporaryError):
         super().__init__(message, delay=0.0)
 
 
+# Writes that never depend on each other when they name different objects.
+_INDEPENDENT = (Create, Delete, RemoveFinalizer, WriteStatus)
+Independent = Create | Delete | RemoveFinalizer | WriteStatus
+
+
+def _object(action: Independent) -> tuple[str, str, str]:
+    """The object an action writes, by name (an old and a new incarnation are one object)."""
+    return (action.ref.kind, action.ref.namespace, action.ref.name)
+
+
+def batches(actions: Sequence[Action]) -> list[list[Action]]:
+    """``actions`` in order, with each run of consecutive independent writes (creates,
+    deletes, finalizer removals, status writes) on distinct objects in one batch, to be sent
+    together: a new domain's three creates and its status, a teardown's deletes, then its
+    finalizer removals. Every other action (a domain's finalizer, node labels, events) is a
+    batch of its own, so the writes before it are done when it runs. Pure."""
+    result: list[list[Action]] = []
+    for action in actions:
+        last = result[-1] if result else None
+        if (
+            last is not None
+            and isinstance(action, _INDEPENDENT)
+            and isinstance(last[0], _INDEPENDENT)
+            and all(_object(a) != _object(action) for a in last)  # type: ignore[arg-type]
+        ):
+            last.append(action)
+        else:
+            result.append([action])
+    return result
+
+
+async def _together(writes: Iterable[Awaitable[None]]) -> None:
+    """Run independent writes at once; all of them finish, then the first failure (in plan
+    order) is raised, so a conflict on one never cancels a write already sent for another."""
+    outcomes = await asyncio.gather(*writes, return_exceptions=True)
+    for outcome in outcomes:
+        if isinstance(outcome, BaseException):
+            raise outcome
+
+
 class Applier:
     """Executes actions against the API; holds no state of its own."""
 
@@ -101,8 +147,11 @@ class Applier:
         object the server rejects as invalid) or the kube layer's ApiError (retried with backoff).
         """
         verdict: Wait | Fail | None = None
-        for action in actions:
-            match action:
+        for batch in batches(actions):
+            if len(batch) > 1:
+                await _together(self._write(action) for action in batch)
+                continue
+            match action := batch[0]:
                 case Wait() | Fail():
                     verdict = action
                 case Emit(type=kind, reason=reason, message=message):
@@ -116,7 +165,7 @@ class Applier:
                 case _:
                     await self._write(action)
         if isinstance(verdict, Wait):
-            raise TemporaryError(verdict.message)
+            raise TemporaryError(verdict.message, delay=verdict.recheck)
         if isinstance(verdict, Fail):
             raise Reported(verdict.message)
 

@@ -190,7 +190,7 @@ class Caches:
         cache = self._cache_for(ref.kind, ref.namespace)
         return None if cache is None else cache.get(f"{ref.namespace}/{ref.name}")
 
-    def snapshot(self, uid: str, *, now: datetime, attempts: int = 0) -> Snapshot:
+    def snapshot(self, uid: str, *, now: datetime) -> Snapshot:
         """Everything the planners may read about ``uid``, from the caches. No I/O."""
         domain = self.domain_by_uid(uid)
         named: JsonObject | None = None
@@ -222,7 +222,6 @@ class Caches:
             labelled_nodes=tuple(
                 objects.name(n) for n in self.nodes.store.by_index(BY_DOMAIN, uid)
             ),
-            attempts=attempts,
         )
 
     def labelled_uids(self, *, nodes_only: bool = False) -> set[str]:

@@ -51,7 +51,7 @@ class Controller:
         self.recorder = recorder
         self.caches = Caches(api, config, clock=clock)
         self.queue: RateLimitingQueue[str] = RateLimitingQueue(
-            name=QUEUE_NAME, clock=clock, metrics=self.metrics
+            name=QUEUE_NAME, clock=clock, metrics=self.metrics.queue
         )
         self.coalescer = Coalescer(
             config.status_coalesce_window,

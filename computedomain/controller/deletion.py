@@ -2,15 +2,18 @@
 
 Upstream's order (controller.md §4.6): delete the workload template, the daemon template and the
 DaemonSet; strip the domain's node labels (so no new daemon is scheduled; workloads are not
-waited for); remove each object's finalizer once it is terminating; only when all of them have
+waited for; here as soon as the cache shows a label, and always on the last pass, from a live
+list); remove each object's finalizer once it is terminating; only when all of them have
 left the cache, remove the domain's finalizer. Every step is idempotent and the plan is
 recomputed from the cache on every pass, so a restart in the middle resumes where it stopped.
 
 Fixed here: the daemon template is deleted even when the DaemonSet is already gone (§8 item 14);
 an object a user deleted by hand is simply finished (§8 item 15); a finalizer is removed in the
 same pass as the delete that made the object terminate (apply reads the delete's response), so
-the usual teardown takes one pass of writes and one pass to confirm. When the wait outlasts
-cache lag (someone else's finalizer, say), a Normal event names what is still there.
+the usual teardown takes one pass of writes and one pass to confirm. The second pass is queued
+by the deletion events of the objects (the informers), not by a retry timer. When the domain
+has been terminating longer than cache lag explains (someone else's finalizer, say), a Normal
+event names what is still there.
 
 The same teardown, without a domain finalizer, cleans up after a domain that is absent from a
 synced cache (orphans, §4.7). Pure; called by :mod:`~computedomain.controller.planning`.
@@ -18,6 +21,7 @@ synced cache (orphans, §4.7). Pure; called by :mod:`~computedomain.controller.p
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Final
 
 from computedomain.api import names
@@ -38,8 +42,9 @@ from computedomain.controller.actions import (
 from computedomain.controller.objects import JsonObject
 from computedomain.controller.snapshot import Snapshot
 
-# Retries in a row after which waiting is reported as an event (earlier passes are cache lag).
-REPORT_WAIT_AFTER: Final = 5
+# Seconds a domain may be terminating with objects left before the wait is reported as an
+# event (until then it is the server and the caches catching up).
+REPORT_WAIT_AFTER: Final = 5.0
 
 
 def ref_of(obj: JsonObject, is_daemon_set: bool) -> Ref:
@@ -60,19 +65,20 @@ def describe(owned: tuple[tuple[JsonObject, bool], ...]) -> str:
     return ", ".join(parts)
 
 
-def teardown(snapshot: Snapshot) -> tuple[list[Action], bool]:
+def teardown(snapshot: Snapshot, *, last_pass: bool) -> tuple[list[Action], bool]:
     """Delete, unlabel, unfinalize everything labelled with the UID. Pure.
 
-    Returns the actions and whether this pass issues deletes.
+    ``last_pass``: no later pass will come back for the nodes (an orphan's teardown). Returns
+    the actions and whether this pass issues deletes.
     """
     owned = snapshot.owned
     deletes: list[Action] = [
         Delete(ref_of(o, is_ds)) for o, is_ds in owned if not objects.terminating(o)
     ]
     actions: list[Action] = list(deletes)
-    # A live LIST of nodes: on the pass that deletes, whenever the cache shows labels, and on
-    # the last pass (a kubelet plugin may have labelled a node while the teardown ran).
-    if deletes or snapshot.labelled_nodes or not owned:
+    # A live LIST of nodes whenever the cache shows labels, and on the last pass (the cache
+    # may lag, or a kubelet plugin may have labelled a node while the teardown ran).
+    if last_pass or snapshot.labelled_nodes or not owned:
         actions.append(RemoveNodeLabels(snapshot.uid))
     actions.extend(
         RemoveFinalizer(ref_of(o, is_ds)) for o, is_ds in owned if objects.has_finalizer(o)
@@ -80,15 +86,27 @@ def teardown(snapshot: Snapshot) -> tuple[list[Action], bool]:
     return actions, bool(deletes)
 
 
+def terminating_for(domain: ComputeDomain, now: datetime) -> float:
+    """Seconds since the domain's deletionTimestamp (0 when absent or unreadable). Pure."""
+    stamp = domain.metadata.deletion_timestamp
+    try:
+        since = datetime.fromisoformat(stamp) if stamp else None
+    except ValueError:
+        return 0.0
+    if since is None or since.tzinfo is None:
+        return 0.0
+    return max(0.0, (now - since).total_seconds())
+
+
 def plan_deletion(snapshot: Snapshot, domain: ComputeDomain) -> tuple[Action, ...]:
     """The deletion pass of a domain with a deletionTimestamp (§4.6, fixed). Pure."""
-    actions, deleting = teardown(snapshot)
+    actions, deleting = teardown(snapshot, last_pass=False)
     owned = snapshot.owned
     if deleting:
         actions.append(Emit("Normal", "Deleting", f"deleting {describe(owned)}"))
     if owned:
         message = f"waiting for {describe(owned)} to be removed"
-        if snapshot.attempts >= REPORT_WAIT_AFTER:
+        if terminating_for(domain, snapshot.now) >= REPORT_WAIT_AFTER:
             actions.append(Emit("Normal", "DeletionWaiting", message))
         actions.append(Wait(message))
         return tuple(actions)
@@ -112,6 +130,6 @@ def plan_orphans(snapshot: Snapshot) -> tuple[Action, ...]:
         return (ForgetDomain(snapshot.uid),)  # nothing left: no API call for a UID simply gone
     if not snapshot.confirmed_gone:
         return (ConfirmGone(snapshot.uid),)
-    actions, _ = teardown(snapshot)
+    actions, _ = teardown(snapshot, last_pass=True)
     actions.append(ForgetDomain(snapshot.uid))
     return tuple(actions)

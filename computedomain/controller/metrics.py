@@ -7,7 +7,7 @@
   status write (upstream counted before the call, so a failed write still moved the gauge) and
   uncounted when its deletion completes.
 - ``workqueue_*{name}``: depth, adds, retries, time in queue and time in work, with client-go's
-  names; the work queue calls these hooks (it takes any object with these five methods).
+  names (:attr:`ControllerMetrics.queue`, handed to the work queue).
 - ``computedomain_controller_reconcile_duration_seconds{outcome}``: one reconcile, by outcome.
 - ``computedomain_controller_leader``: 1 while this replica leads (or runs without election),
   0 while it stands by; standby replicas serve ``/readyz`` as ready and say so here.
@@ -22,7 +22,9 @@ import threading
 from collections.abc import Callable
 from typing import Final
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Gauge, Histogram
+
+from computedomain.kube.queuemetrics import PrometheusQueueMetrics
 
 DOMAIN_INFO: Final = "nvidia_dra_compute_domain_info"
 _LATENCY_BUCKETS: Final = (0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 60.0)
@@ -41,29 +43,7 @@ class ControllerMetrics:
             ["status"],
             registry=self.registry,
         )
-        self._depth = Gauge(
-            "workqueue_depth", "Keys waiting in the work queue.", ["name"], registry=self.registry
-        )
-        self._adds = Counter(
-            "workqueue_adds", "Keys added to the work queue.", ["name"], registry=self.registry
-        )
-        self._retries = Counter(
-            "workqueue_retries", "Rate-limited re-adds.", ["name"], registry=self.registry
-        )
-        self._queue_latency = Histogram(
-            "workqueue_queue_duration_seconds",
-            "Seconds a key waited in the queue before a worker took it.",
-            ["name"],
-            buckets=_LATENCY_BUCKETS,
-            registry=self.registry,
-        )
-        self._work = Histogram(
-            "workqueue_work_duration_seconds",
-            "Seconds a worker spent on one key.",
-            ["name"],
-            buckets=_LATENCY_BUCKETS,
-            registry=self.registry,
-        )
+        self.queue = PrometheusQueueMetrics(self.registry)
         self._reconcile = Histogram(
             "computedomain_controller_reconcile_duration_seconds",
             "Seconds one reconcile took, by outcome (done, retry, failed).",
@@ -110,23 +90,6 @@ class ControllerMetrics:
             for status in self._last.values():
                 counts[status] = counts.get(status, 0) + 1
             return counts
-
-    # -- work queue hooks --------------------------------------------------------------------
-
-    def depth(self, name: str, value: int) -> None:
-        self._depth.labels(name=name).set(value)
-
-    def added(self, name: str) -> None:
-        self._adds.labels(name=name).inc()
-
-    def retried(self, name: str) -> None:
-        self._retries.labels(name=name).inc()
-
-    def queue_latency(self, name: str, seconds: float) -> None:
-        self._queue_latency.labels(name=name).observe(max(0.0, seconds))
-
-    def work_duration(self, name: str, seconds: float) -> None:
-        self._work.labels(name=name).observe(max(0.0, seconds))
 
     # -- reconciles --------------------------------------------------------------------------
 

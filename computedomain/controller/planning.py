@@ -147,16 +147,16 @@ def plan_living(snapshot: Snapshot, domain: ComputeDomain) -> tuple[Action, ...]
     creates.extend(workload)
     problems.extend(workload_problems)
     actions.extend(creates)
-    if creates:
-        made = ", ".join(str(c.ref) for c in creates)
-        actions.append(Emit("Normal", "Created", f"created {made}"))
     follow_up = (
         *statusplan.plan_status(snapshot, domain, problems),
         *pruning.plan_prunes(snapshot, statusplan.parse_cliques(snapshot)),
     )
     if any(isinstance(a, ReadLivePods) for a in follow_up):
         return (ReadLivePods(snapshot.uid),)
-    actions.extend(follow_up)
+    actions.extend(follow_up)  # the status write does not wait for the creates (apply.batches)
+    if creates:
+        made = ", ".join(str(c.ref) for c in creates)
+        actions.append(Emit("Normal", "Created", f"created {made}"))
     if isinstance(verdict, Fail):
         actions.append(Emit("Warning", problems[-1].reason, verdict.message))
     if verdict is not None:

@@ -81,13 +81,13 @@ class Reconciler:
 
     async def _reconcile(self, uid: str) -> None:
         now = datetime.fromtimestamp(self.clock.time(), UTC)
-        snapshot = self.caches.snapshot(uid, now=now, attempts=self.queue.num_requeues(uid))
+        snapshot = self.caches.snapshot(uid, now=now)
         actions = planning.plan(snapshot)
         if actions == (ConfirmGone(uid),):
             found = await self.live_domain(uid)
             if found is not None:
                 self.caches.record(Kind.COMPUTE_DOMAIN, found)
-                snapshot = self.caches.snapshot(uid, now=now, attempts=snapshot.attempts)
+                snapshot = self.caches.snapshot(uid, now=now)
             else:
                 snapshot = attrs.evolve(snapshot, confirmed_gone=True)
             actions = planning.plan(snapshot)

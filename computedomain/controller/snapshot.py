@@ -50,9 +50,6 @@ class Snapshot:
     live_pods: tuple[JsonObject, ...] | None = None
     # Set once a live read confirmed that no domain has this UID (before an orphan teardown).
     confirmed_gone: bool = False
-    # How often this key was retried in a row (from the work queue): lets the deletion planner
-    # say why it waits once waiting stops being a matter of cache lag.
-    attempts: int = 0
 
     @property
     def effective_pods(self) -> tuple[JsonObject, ...]:

@@ -29,14 +29,15 @@ from computedomain.api.models import DaemonInfo
 from computedomain.daemon import membership, pod
 from computedomain.daemon.identity import Identity
 from computedomain.daemon.imexsync import Snapshot
-from computedomain.daemon.registration import Registrar, resource_version
+from computedomain.daemon.registration import MAX_DELAY, Registrar, resource_version
 from computedomain.kube import errors
 from computedomain.runtime import logs
+from computedomain.runtime.backoff import Backoff
 
 log = logs.get_logger(__name__)
 
-BASE_DELAY = 0.005
-MAX_DELAY = 6.0
+# Upstream's per-item backoff: 5 ms doubling to 6 s, with ±25 % jitter.
+RETRY_BACKOFF = Backoff(base=0.005, cap=MAX_DELAY, jitter=(0.75, 1.25))
 
 
 class LatestObject:
@@ -66,12 +67,6 @@ class LatestObject:
         new, old = resource_version(obj), resource_version(self._obj)
         if new is None or old is None or new >= old:
             self._obj = None
-
-
-def retry_delay(failures: int, rng: random.Random) -> float:
-    """Upstream's per-item backoff with jitter: 5 ms * 2^n, cap 6 s, ±25 %. Pure given rng."""
-    base = min(BASE_DELAY * 2 ** min(failures, 30), MAX_DELAY)
-    return float(base * rng.uniform(0.75, 1.25))
 
 
 class MembershipLoop:
@@ -167,7 +162,7 @@ class MembershipLoop:
             return None
         except (TemporaryError, errors.ApiError) as exc:
             self._failures += 1
-            delay = retry_delay(self._failures, self._rng)
+            delay = RETRY_BACKOFF.delay(self._failures, self._rng)
             log.info(
                 "Reconcile", error=str(exc), attempt=self._failures, retry_in_s=round(delay, 3)
             )
@@ -177,9 +172,9 @@ class MembershipLoop:
         except PermanentError as exc:
             # Bad data or a broken policy: report it, and try again slowly (peers may fix it).
             self._failures += 1
-            log.error("Reconcile", error=str(exc), retry_in_s=MAX_DELAY)
+            log.error("Reconcile", error=str(exc), retry_in_s=RETRY_BACKOFF.cap)
             self._report(exc)
-            return MAX_DELAY
+            return RETRY_BACKOFF.cap
         self._failures = 0
         if outcome.obj is not None:
             self.cache.offer(outcome.obj)

@@ -49,7 +49,8 @@ class ClientConfigError(ValueError):
 class ClientConfig:
     """How to reach the API server and how hard to use it.
 
-    ``qps <= 0`` disables client-side rate limiting. ``timeout_seconds`` bounds each ordinary
+    ``qps``/``burst`` size each client set's token bucket (docs/rate-limits.md); ``qps <= 0``
+    disables client-side rate limiting. ``timeout_seconds`` bounds each ordinary
     request (not watches). ``context`` picks a kubeconfig context (default: current).
     ``ca_file``/``insecure_skip_tls_verify`` apply to an explicit https ``url`` only.
     """

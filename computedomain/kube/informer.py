@@ -9,8 +9,9 @@ only writer of its store. Behaviour, as client-go's reflector and shared informe
 - a 410 Gone (expired resourceVersion) triggers a relist, and the new list is diffed against the
   store: deletes for vanished keys, updates for objects whose resourceVersion changed, adds for
   new ones;
-- other failures (connection lost, 5xx, 429) are retried with jittered exponential backoff
-  (0.8 s doubling to 30 s), re-watching from the last resourceVersion, relisting if that fails;
+- other failures (connection lost, 5xx, 429) are retried after the server's ``Retry-After`` or
+  with jittered exponential backoff (:data:`RETRY_BACKOFF`), re-watching from the last
+  resourceVersion, relisting if that fails;
 - with ``resync_period`` every cached object is redelivered as ``on_update(obj, obj)`` — the
   same object as old and new, so consumers can drop it (see :func:`is_resync`).
 
@@ -34,11 +35,15 @@ from computedomain.kube.resources import Resource
 from computedomain.kube.rest import Api, WatchEvent
 from computedomain.kube.store import IndexFunc, Store, object_key, resource_version
 from computedomain.runtime import logs
+from computedomain.runtime.backoff import Backoff
 from computedomain.runtime.clock import REAL_CLOCK, Clock
 
 _log = logs.get_logger(__name__)
 
 Obj = dict[str, Any]
+
+# client-go's reflector: 0.8 s doubling to 30 s, jittered up to twice that.
+RETRY_BACKOFF = Backoff(base=0.8, cap=30.0, jitter=(1.0, 2.0))
 
 
 class EventHandler(Protocol):
@@ -201,7 +206,11 @@ class Informer:
                     relist = True
                 except errors.ApiError as exc:
                     failures += 1
-                    delay = _backoff(failures, exc.retry_after)
+                    delay = (
+                        exc.retry_after
+                        if exc.retry_after is not None
+                        else RETRY_BACKOFF.delay(failures - 1)
+                    )
                     _log.warning(
                         "list/watch failed; retrying",
                         informer=self.name,
@@ -305,11 +314,3 @@ class Informer:
             getattr(handler, method)(*objs)
         except Exception:
             _log.exception("event handler failed", informer=self.name, handler_method=method)
-
-
-def _backoff(failures: int, retry_after: float | None) -> float:
-    """Jittered exponential delay: 0.8 s doubling to 30 s, or the server's Retry-After."""
-    if retry_after is not None:
-        return retry_after
-    base = min(30.0, 0.8 * 2.0 ** min(failures - 1, 10))
-    return base * random.uniform(1.0, 2.0) if base < 30.0 else base

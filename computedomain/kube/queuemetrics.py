@@ -1,8 +1,9 @@
 """Prometheus metrics for work queues, named as client-go names them.
 
-A program creates one :class:`PrometheusQueueMetrics` on its registry and passes it as
-``metrics=`` to every :class:`~computedomain.kube.workqueue.RateLimitingQueue`; each queue's
-``name`` becomes the ``name`` label. Exposed series: ``workqueue_depth``,
+A program creates one :class:`PrometheusQueueMetrics` on its registry (the controller's is
+``ControllerMetrics.queue``) and passes it as ``metrics=`` to every
+:class:`~computedomain.kube.workqueue.RateLimitingQueue`; each queue's ``name`` becomes the
+``name`` label. Exposed series: ``workqueue_depth``,
 ``workqueue_adds_total``, ``workqueue_retries_total``, ``workqueue_queue_duration_seconds`` and
 ``workqueue_work_duration_seconds``. prometheus_client is thread-safe, so the HTTP server's
 scrape can read while the loop writes.
@@ -55,7 +56,7 @@ class PrometheusQueueMetrics:
         self._retries.labels(name).inc()
 
     def queue_latency(self, name: str, seconds: float) -> None:
-        self._latency.labels(name).observe(seconds)
+        self._latency.labels(name).observe(max(0.0, seconds))
 
     def work_duration(self, name: str, seconds: float) -> None:
-        self._work.labels(name).observe(seconds)
+        self._work.labels(name).observe(max(0.0, seconds))

@@ -1,9 +1,10 @@
 """Rate limiters: a token bucket and per-item exponential backoff, as client-go defines them.
 
 Used by :mod:`computedomain.kube.rest` (client-side QPS/burst on every request) and by
-:mod:`computedomain.kube.workqueue` (how long a failed key waits before its retry). Both read
-time only through an injected :class:`~computedomain.runtime.clock.Clock`, so tests run on
-virtual time. Not thread-safe: use from one event loop.
+:mod:`computedomain.kube.workqueue` (how long a failed key waits before its retry: a
+:class:`~computedomain.runtime.backoff.Backoff` counted per key). Both read time only through
+an injected :class:`~computedomain.runtime.clock.Clock`, so tests run on virtual time.
+Not thread-safe: use from one event loop.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import asyncio
 from collections.abc import Hashable
 from typing import Generic, Protocol, TypeVar
 
+from computedomain.runtime.backoff import Backoff
 from computedomain.runtime.clock import REAL_CLOCK, Clock
 
 K = TypeVar("K", bound=Hashable)
@@ -93,16 +95,13 @@ class ItemExponentialBackoff(Generic[K]):
     """``base_delay * 2**failures`` per item, capped at ``max_delay``; reset by :meth:`forget`."""
 
     def __init__(self, base_delay: float = 0.005, max_delay: float = 1000.0) -> None:
-        self.base_delay = base_delay
-        self.max_delay = max_delay
+        self.backoff = Backoff(base=base_delay, cap=max_delay)
         self._failures: dict[K, int] = {}
 
     def when(self, item: K) -> float:
-        exponent = self._failures.get(item, 0)
-        self._failures[item] = exponent + 1
-        if exponent >= 64:  # 2**64 * base is past any sane cap; avoid float overflow
-            return self.max_delay
-        return min(self.base_delay * (2.0**exponent), self.max_delay)
+        failures = self._failures.get(item, 0)
+        self._failures[item] = failures + 1
+        return self.backoff.delay(failures)
 
     def forget(self, item: K) -> None:
         self._failures.pop(item, None)

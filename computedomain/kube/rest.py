@@ -12,8 +12,13 @@ the generated pydantic models, which we never use, so requests skip it.
 
 On top of the transport it adds what client-go has and the official client lacks:
 
-- client-side rate limiting: a token bucket (``qps``/``burst``; ``qps <= 0`` is unlimited);
-  a watch takes one token to start and none while it streams;
+- client-side rate limiting as client-go applies it to upstream's programs: a token bucket
+  (``qps``/``burst``; ``qps <= 0`` is unlimited) per *client set*, where the ComputeDomain API
+  group (``resource.nvidia.com``) has a client set of its own and every other group shares the
+  core one, as upstream builds a core and a CRD clientset from the same settings (events, which
+  upstream does not send, have one of their own); a watch
+  takes no token, to start or while it streams (client-go's ``Request.Watch`` bypasses the
+  limiter). See docs/rate-limits.md;
 - bounded retries (``max_retries``, default 10) after the server's ``Retry-After`` on 429 and
   5xx: every verb retries a 429 (the server did not process it), only idempotent verbs (GET,
   PUT, DELETE) retry a 5xx, and no verb retries without a ``Retry-After``;
@@ -45,6 +50,26 @@ _log = logs.get_logger(__name__)
 _IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
 _MAX_RETRY_WAIT = 60.0
 _WATCH_SLACK = 30.0  # client-side margin past the server's own watch timeout
+
+CORE_CLIENT_SET = "core"
+# API groups that upstream's programs reach through a generated clientset of their own, with a
+# QPS/burst budget of its own; every other group goes through the core clientset.
+OWN_CLIENT_SETS = frozenset({"resource.nvidia.com"})
+# Events (which upstream's programs do not send) have a budget of their own, so that a report
+# never delays a write that a reconcile waits for.
+EVENTS_CLIENT_SET = "events"
+
+
+def client_set(path: str) -> str:
+    """The client set whose budget a request to ``path`` spends: :data:`EVENTS_CLIENT_SET`
+    for events, the API group when that group has a client set of its own, else
+    :data:`CORE_CLIENT_SET`. Pure."""
+    if wire.plural_of(path) == "events":
+        return EVENTS_CLIENT_SET
+    parts = path.split("/", 3)
+    if len(parts) > 2 and parts[1] == "apis" and parts[2] in OWN_CLIENT_SETS:
+        return parts[2]
+    return CORE_CLIENT_SET
 
 
 class PatchType(enum.StrEnum):
@@ -88,7 +113,10 @@ class Api:
         self._api_client: Any = None
         self.user_agent = user_agent
         self._clock = clock or REAL_CLOCK
-        self._bucket = TokenBucket(qps, max(burst, 1), clock=self._clock)
+        self._buckets = {
+            name: TokenBucket(qps, max(burst, 1), clock=self._clock)
+            for name in (CORE_CLIENT_SET, EVENTS_CLIENT_SET, *sorted(OWN_CLIENT_SETS))
+        }
         self._timeout = timeout_seconds
         self._max_retries = max_retries
         self.field_manager = field_manager
@@ -354,7 +382,6 @@ class Api:
         )
         total = None if timeout_seconds is None else timeout_seconds + _WATCH_SLACK
         timeout = aiohttp.ClientTimeout(total=total, sock_connect=self._timeout)
-        await self._bucket.acquire()
         path = resource.path(namespace)
         response = await self._send(
             "GET", path, query, body=None, content_type="application/json", limits=timeout
@@ -386,9 +413,10 @@ class Api:
     ) -> dict[str, Any]:
         timeout = aiohttp.ClientTimeout(total=self._timeout)
         what = f"{method} {path}"
+        bucket = self._buckets[client_set(path)]
         attempt = 0
         while True:
-            await self._bucket.acquire()
+            await bucket.acquire()
             try:
                 response = await self._send(
                     method, path, query, body=body, content_type=content_type, limits=timeout

@@ -35,6 +35,7 @@ from computedomain.kubeletplugin.state import DeviceState
 from computedomain.kubeletplugin.wakeups import Wakeups
 from computedomain.proto import dra
 from computedomain.runtime import logs
+from computedomain.runtime.backoff import Backoff
 from computedomain.runtime.cancellation import raise_if_cancelling
 
 log = logs.get_logger(__name__)
@@ -42,8 +43,7 @@ T = TypeVar("T")
 
 BUDGET: Final = 45.0
 DEADLINE_MARGIN: Final = 1.0  # answer before the kubelet's own deadline
-BACKOFF_BASE: Final = 0.25
-BACKOFF_MAX: Final = 3.0
+RETRY_BACKOFF: Final = Backoff(base=0.25, cap=3.0)
 
 # Reads a claim; raises PermanentError (e.g. not found) or TemporaryError (API trouble).
 ClaimFetcher = Callable[[dra.ClaimRef], Awaitable[Mapping[str, Any]]]
@@ -185,10 +185,11 @@ class Driver:
     ) -> T | Exception:
         loop = asyncio.get_running_loop()
         errors_type = m.PREPARE_DEVICES if operation == m.PREPARE else m.UNPREPARE_DEVICES
-        delay = BACKOFF_BASE
+        retries = 0
         while True:
             started = loop.time()
             wake_on: tuple[str, ...] = ()
+            delay = RETRY_BACKOFF.delay(retries)  # unless the error names its own
             try:
                 async with self.lock.held():
                     with self._metrics.attempt(operation).track_inprogress():
@@ -221,4 +222,4 @@ class Driver:
             if remaining <= 0:
                 return last
             await self._wakeups.wait(wake_on, min(delay, remaining))
-            delay = min(delay * 2, BACKOFF_MAX)
+            retries += 1

@@ -75,6 +75,26 @@ async def test_deletion_with_a_piece_missing(
         assert names.COMPUTE_DOMAIN_LABEL not in (node["metadata"].get("labels") or {})
 
 
+async def test_teardown_moves_on_the_deletion_events_not_on_retries(
+    apiserver: testing.RunningServer,
+) -> None:
+    """The pass that deletes waits; the objects' deletion events (not the work queue's
+    backoff) bring the pass that removes the domain's finalizer."""
+    async with bench(apiserver) as b:
+        controller = await b.start()
+        uid = await _ready_domain(b)
+        registry = controller.metrics.registry
+
+        def retries() -> float:
+            labels = {"name": "computedomain"}
+            return registry.get_sample_value("workqueue_retries_total", labels) or 0.0
+
+        before = retries()
+        await b.api.delete(resources.COMPUTE_DOMAINS, "cd", b.user)
+        await _everything_gone(b, uid)
+        assert retries() == before
+
+
 async def test_deletion_waits_for_a_foreign_finalizer_and_says_so(
     apiserver: testing.RunningServer,
 ) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import Any
 
 import attrs
@@ -34,12 +35,16 @@ def _deleting() -> dict[str, Any]:
     return b.domain(finalizers=(names.FINALIZER,), deleting=True)
 
 
+DELETED = datetime.fromisoformat(_deleting()["metadata"]["deletionTimestamp"])
+
+
 def _objects(*, terminating: bool, finalizers: list[str] | None = FIN) -> dict[str, Any]:
     objs = b.owned_objects(_deleting())
     return {k: b.stored(v, deleting=terminating, finalizers=finalizers) for k, v in objs.items()}
 
 
 def _snap(objs: dict[str, Any], **kwargs: Any) -> Any:
+    kwargs.setdefault("now", DELETED + timedelta(seconds=1))  # a teardown that just began
     return b.snapshot(
         _deleting(),
         workload_templates=tuple(v for k, v in objs.items() if k == "workload_template"),
@@ -58,7 +63,7 @@ def _plain(*refs: Ref) -> list[tuple[Any, ...]]:
 
 
 def test_first_pass_deletes_unlabels_and_unfinalizes_in_order_then_waits() -> None:
-    actions = planning.plan(_snap(_objects(terminating=False)))
+    actions = planning.plan(_snap(_objects(terminating=False), labelled_nodes=("n1",)))
     assert [type(a).__name__ for a in actions] == [
         "Delete",
         "Delete",
@@ -79,6 +84,12 @@ def test_first_pass_deletes_unlabels_and_unfinalizes_in_order_then_waits() -> No
     assert not [
         a for a in actions if isinstance(a, RemoveFinalizer) and a.ref.kind is Kind.COMPUTE_DOMAIN
     ]
+
+
+def test_first_pass_lists_nodes_only_when_the_cache_shows_a_label() -> None:
+    actions = planning.plan(_snap(_objects(terminating=False)))
+    assert not [a for a in actions if isinstance(a, RemoveNodeLabels)]
+    assert len(_refs(actions, Delete)) == 3
 
 
 def test_waiting_pass_makes_no_api_calls() -> None:
@@ -142,9 +153,9 @@ def test_long_wait_names_the_foreign_finalizer() -> None:
             _objects(terminating=True)["daemon_set"], deleting=True, finalizers=["example.com/hold"]
         )
     }
-    early = planning.plan(_snap(objs, attempts=1))
+    early = planning.plan(_snap(objs))
     assert [type(a).__name__ for a in early] == ["Wait"]
-    late = planning.plan(_snap(objs, attempts=deletion.REPORT_WAIT_AFTER))
+    late = planning.plan(_snap(objs, now=DELETED + timedelta(seconds=deletion.REPORT_WAIT_AFTER)))
     event = late[0]
     assert isinstance(event, Emit)
     assert event.reason == "DeletionWaiting"

@@ -55,11 +55,11 @@ def test_gauge_bookkeeping_is_consistent_under_threads() -> None:
 
 def test_queue_and_reconcile_metrics_are_exposed() -> None:
     metrics = ControllerMetrics()
-    metrics.added("cd")
-    metrics.depth("cd", 3)
-    metrics.retried("cd")
-    metrics.queue_latency("cd", 0.02)
-    metrics.work_duration("cd", 0.01)
+    metrics.queue.added("cd")
+    metrics.queue.depth("cd", 3)
+    metrics.queue.retried("cd")
+    metrics.queue.queue_latency("cd", 0.02)
+    metrics.queue.work_duration("cd", 0.01)
     metrics.reconciled("done", 0.01)
     text = generate_latest(metrics.registry).decode()
     for name in (

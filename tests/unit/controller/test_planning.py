@@ -48,8 +48,8 @@ def test_new_domain_gets_five_writes_and_one_event(num_nodes: int | None, status
         "Create",
         "Create",
         "Create",
-        "Emit",
         "WriteStatus",
+        "Emit",
     ]
     creates = [a for a in actions if isinstance(a, Create)]
     assert [c.ref for c in creates] == [
@@ -58,7 +58,7 @@ def test_new_domain_gets_five_writes_and_one_event(num_nodes: int | None, status
         Ref(Kind.RESOURCE_CLAIM_TEMPLATE, "user", "channel-tmpl"),
     ]
     assert actions[0] == AddFinalizer(Ref(Kind.COMPUTE_DOMAIN, "user", "cd1", "uid-1"))
-    write = actions[-1]
+    write = actions[-2]
     assert isinstance(write, WriteStatus)
     assert write.global_status == status
     assert "nodes" not in write.status

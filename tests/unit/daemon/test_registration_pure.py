@@ -74,7 +74,7 @@ def test_the_slot_forgets_a_busy_moment(busy: list[float], calm: float) -> None:
 def test_upstreams_retry_backoff() -> None:
     rng = random.Random(2)
     for failures, base in [(0, 0.005), (1, 0.01), (4, 0.08), (20, 6.0)]:
-        delay = reconcile.retry_delay(failures, rng)
+        delay = reconcile.RETRY_BACKOFF.delay(failures, rng)
         assert base * 0.75 <= delay <= base * 1.25
 
 

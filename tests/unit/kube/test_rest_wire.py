@@ -17,7 +17,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from computedomain.kube import errors, resources
+from computedomain.kube import errors, resources, rest
 from computedomain.kube.client import ClientConfig, ClientConfigError, connect
 from computedomain.kube.rest import Api, PatchType
 from computedomain.runtime.clock import ManualClock
@@ -265,6 +265,62 @@ async def test_client_side_rate_limit_spaces_requests_on_the_clock(
     finally:
         await api.close()
     assert len(state.seen) == 5
+
+
+async def test_watches_take_no_token(peer: tuple[Peer, str]) -> None:
+    """As client-go's Request.Watch: a spent bucket does not hold back a watch."""
+    state, url = peer
+    ended = {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "9"}}}
+    clock = ManualClock()
+    api = await connect(ClientConfig(url=url, qps=1.0, burst=1), clock=clock)
+    try:
+        await api.get(resources.NODES, "n")  # the only token
+        state.script = [(200, [ended], {})] * 3
+        for _ in range(3):
+            async for _event in api.watch(resources.PODS, resource_version="1"):
+                pass
+        assert clock.sleepers == 0
+    finally:
+        await api.close()
+    assert [s.query.get("watch") for s in state.seen] == [None, "true", "true", "true"]
+
+
+async def test_each_client_set_has_its_own_bucket(peer: tuple[Peer, str]) -> None:
+    """ComputeDomain requests spend their own client set's tokens, as upstream's CRD clientset."""
+    state, url = peer
+    clock = ManualClock()
+    api = await connect(ClientConfig(url=url, qps=1.0, burst=2), clock=clock)
+    try:
+        for i in range(2):
+            await api.get(resources.NODES, f"n{i}")
+            await api.get(resources.COMPUTE_DOMAINS, f"cd{i}", "ns")
+        core = asyncio.create_task(api.get(resources.DAEMON_SETS, "ds", "ns"))
+        crd = asyncio.create_task(api.get(resources.COMPUTE_DOMAIN_CLIQUES, "c", "ns"))
+        await wait_until(lambda: clock.sleepers == 2, what="both buckets spent")
+        assert len(state.seen) == 4
+        clock.advance(1.0)
+        await asyncio.wait_for(asyncio.gather(core, crd), 10)
+    finally:
+        await api.close()
+    assert len(state.seen) == 6
+
+
+@pytest.mark.parametrize(
+    ("path", "client_set"),
+    [
+        ("/api/v1/nodes", "core"),
+        ("/apis/apps/v1/namespaces/a/daemonsets", "core"),
+        ("/apis/resource.k8s.io/v1/resourceclaimtemplates", "core"),
+        ("/apis/resource.nvidia.com/v1beta1/computedomains", "resource.nvidia.com"),
+        ("/apis/resource.nvidia.com", "resource.nvidia.com"),
+        ("/apis", "core"),
+        ("/api/v1/namespaces/a/events", "events"),
+        ("/apis/events.k8s.io/v1/namespaces/a/events/e", "events"),
+        ("/version", "core"),
+    ],
+)
+def test_requests_map_to_the_client_set_of_their_group(path: str, client_set: str) -> None:
+    assert rest.client_set(path) == client_set
 
 
 async def test_unlimited_when_qps_is_zero(peer: tuple[Peer, str]) -> None:
