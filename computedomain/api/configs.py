@@ -1,8 +1,8 @@
 """Opaque device configs carried in ResourceClaims: ComputeDomainChannelConfig and -DaemonConfig.
 
 The controller renders them into claim templates; the kubelet plugin decodes them when it
-prepares a claim. Decoding for prepare is strict (kubelet-plugin.md §3.2): an unknown or
-duplicated field, a wrong apiVersion or kind, or a missing field is a
+prepares a claim. Decoding for prepare is strict (docs/compatibility.md#opaque-configs): an unknown
+or duplicated field, a wrong apiVersion or kind, or a missing field is a
 :class:`~computedomain.api.errors.ConfigError` naming the field, which the plugin reports as a
 permanent per-claim error. ``domainID`` becomes a directory name on the node, so it must be a
 single safe path component (upstream PR #1346). Unprepare reads configs back leniently, because a

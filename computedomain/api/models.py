@@ -3,7 +3,7 @@
 Models are frozen; change them with :func:`attrs.evolve`. The wire form (camelCase names, which
 fields upstream omits when empty) is described per field with :func:`wire` metadata and applied
 by :mod:`computedomain.api.convert`; it must match upstream's Go types field for field
-(controller.md §6), because both implementations read each other's objects.
+(docs/compatibility.md#api-objects), because both implementations read each other's objects.
 
 Components keep Kubernetes objects they do not own (pods, claims, nodes) as JSON dicts; these
 models are for our CRDs, whose every field the code reasons about.

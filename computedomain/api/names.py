@@ -2,9 +2,8 @@
 
 These strings are what makes our components interchangeable with upstream's: objects we write
 must be readable by upstream's components and the other way round, so nothing here may change.
-The contract is ``shared/spec/README.md`` §1; the values come from the spec's tables
-(controller.md §2.1 and §3, kubelet-plugin.md §2-§4, daemon.md §0-§4). Pure data and pure
-functions only.
+docs/compatibility.md writes the contract out; its sections name the values defined here. Pure
+data and pure functions only.
 """
 
 from __future__ import annotations
@@ -48,7 +47,7 @@ ATTRIBUTE_ID: Final = "id"
 # Additive attribute (ours): the node's clique, so claims can select by rack.
 ATTRIBUTE_CLIQUE_ID: Final = "cliqueID"
 
-# Upstream's DeviceClass CEL selectors (deployment.md §7), verbatim.
+# Upstream's DeviceClass CEL selectors (docs/compatibility.md#devices-and-resourceslices).
 DAEMON_DEVICE_CLASS_SELECTOR: Final = (
     "device.driver == 'compute-domain.nvidia.com' && "
     "device.attributes['compute-domain.nvidia.com'].type == 'daemon'"
@@ -77,7 +76,8 @@ FINALIZER: Final = COMPUTE_DOMAIN_LABEL  # the same string serves as finalizer
 CLIQUE_LABEL: Final = "resource.nvidia.com/computeDomain.cliqueID"
 # Ours (additive): on a daemon pod, ``<Reason>: <message>`` while a host problem keeps its
 # nvidia-imex from running (e.g. a host nvidia-imex.service holding the session); the
-# controller quotes it in the ComputeDomain's Ready condition (spec README §2.6).
+# controller quotes it in the ComputeDomain's Ready condition
+# (docs/compatibility.md#say-why-a-workload-waits).
 DAEMON_PROBLEM_ANNOTATION: Final = "resource.nvidia.com/computeDomain.daemonProblem"
 TARGET_LABEL: Final = "resource.nvidia.com/computeDomainTarget"
 TARGET_DAEMON: Final = "Daemon"

@@ -1,7 +1,7 @@
 """Reading ResourceClaims for prepare and cleanup, with API errors classified.
 
 Prepare reads each claim of a request (the kubelet sends only namespace, name and UID) as the
-kubelet helper does (kubelet-plugin.md §2.4): a claim that does not exist is a permanent error
+kubelet helper does: a claim that does not exist is a permanent error
 for that claim; any other API failure is retryable within the request's budget. Cleanup only
 needs to know whether the claim still exists.
 """

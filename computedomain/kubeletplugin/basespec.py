@@ -1,4 +1,4 @@
-"""The base CDI spec ``k8s.compute-domain.nvidia.com/device=all`` (kubelet-plugin.md §4.6.1).
+"""The base CDI spec ``k8s.compute-domain.nvidia.com/device=all`` (docs/compatibility.md#cdi).
 
 Daemon claims reference it to get the NVIDIA "management" view of the node: every NVIDIA device
 node, the driver libraries and the ``nvidia-imex``/``nvidia-imex-ctl`` binaries. Where the

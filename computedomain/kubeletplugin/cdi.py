@@ -1,12 +1,12 @@
 """CDI specs: the container edits a prepared claim injects, in the form runtimes read.
 
 Prepare turns each prepared device into :class:`ContainerEdits` (env, device nodes, mounts);
-this module renders them as upstream does (kubelet-plugin.md §4.6.2): one spec per claim, kind
+this module renders them as upstream does (docs/compatibility.md#cdi): one spec per claim, kind
 ``k8s.compute-domain.nvidia.com/claim``, one device ``<claimUID>-<device>`` per device that has
 edits, no spec-level edits; edits de-duplicated, device nodes and mounts sorted by path depth
 then lexicographically; ``hostPath`` of each device node set to its path when the host and
 container driver roots differ (the root transform); ``cdiVersion`` the minimum version the
-content needs (python-ecosystem.md §4), because runtimes with older CDI libraries reject newer
+content needs, because runtimes with older CDI libraries reject newer
 versions. :func:`validate` checks a spec against the CDI rules (names, required fields,
 version); the writer refuses to write a spec that fails it. Pure functions only; files are
 written by :mod:`computedomain.kubeletplugin.cdistore`.
@@ -120,7 +120,7 @@ def simplify(edits: ContainerEdits, *, host_paths: bool = False) -> ContainerEdi
 
 
 def minimum_version(spec: Mapping[str, Any]) -> str:
-    """The lowest CDI version that can express ``spec`` (python-ecosystem.md §4). Pure."""
+    """The lowest CDI version that can express ``spec``. Pure."""
     devices: Sequence[Mapping[str, Any]] = spec.get("devices") or ()
     edit_sets = [spec.get("containerEdits") or {}] + [
         d.get("containerEdits") or {} for d in devices

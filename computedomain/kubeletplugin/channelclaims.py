@@ -1,4 +1,6 @@
-"""Channel claims: the readiness gate and the IMEX channel device nodes (kubelet-plugin.md §4.4).
+"""Channel claims: the readiness gate and the IMEX channel device nodes.
+
+The contract: docs/compatibility.md#channel-claims.
 
 A workload's channel claim may only complete once this node's IMEX daemon of the claim's
 ComputeDomain is Ready; until then the prepare is retried (that wait is normal: the daemon pod

@@ -2,7 +2,7 @@
 
 Called by the prepare state machine before anything is written, so a claim whose configs are
 wrong fails at once with a permanent per-claim error that names the field, and leaves no trace
-(checkpoint, files, labels). The rules are upstream's (kubelet-plugin.md §3.2, §4.2 step 5):
+(checkpoint, files, labels). The rules are upstream's (docs/compatibility.md#opaque-configs):
 
 1. Of ``status.allocation.devices.config``, take this driver's entries, class-sourced first and
    claim-sourced after, each in order; a later entry takes precedence over an earlier one.

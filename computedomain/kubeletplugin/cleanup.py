@@ -1,4 +1,4 @@
-"""Background cleanups (kubelet-plugin.md §5.5), at start and then periodically.
+"""Background cleanups, at start and then periodically.
 
 - **Stale half-prepared claims**: a ``PrepareStarted`` entry whose ResourceClaim no longer
   exists, or exists with another UID (re-created), is unprepared through the normal path (label
@@ -7,8 +7,8 @@
 - **Orphaned CDI specs**: a claim spec file for a claim the checkpoint does not know (upstream
   left these; a crash between writing the spec and the checkpoint can leave one) is deleted.
 - **Domain directories** of ComputeDomains that no longer exist (the informer, synced, does not
-  have them) are removed; unprepare leaves them on purpose (kubelet-plugin.md §4.3). A directory
-  whose domain still has a prepared daemon claim here is kept (its daemon may still run).
+  have them) are removed; unprepare leaves them on purpose (docs/compatibility.md#daemon-claims). A
+  directory whose domain still has a prepared daemon claim here is kept (its daemon may still run).
 
 Besides the period, :meth:`Cleanup.kick` asks for a run now: the plugin kicks it when a domain
 or a daemon pod leaves its informers, so a deleted domain's directory goes within moments, not

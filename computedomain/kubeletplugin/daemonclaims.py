@@ -1,12 +1,15 @@
-"""Daemon claims: what the per-node IMEX daemon of a ComputeDomain gets (kubelet-plugin.md §4.3).
+"""Daemon claims: what the per-node IMEX daemon of a ComputeDomain gets.
+
+The contract: docs/compatibility.md#daemon-claims.
 
 For a ``ComputeDomainDaemonConfig`` the plugin, in this order:
 
 1. creates the domain directory ``<plugins dir>/compute-domain.nvidia.com/domains/<cd uid>/``
    (0755) and writes ``imexd.cfg.tmpl`` into it: upstream's nvidia-imex settings with the two
-   placeholders the daemon fills in (daemon.md §3). The directory is mounted at ``/imexd``;
-   files the daemon writes there survive container restarts. Unprepare leaves it (a new daemon
-   pod of the same domain may already use it); cleanup removes it once the domain is gone;
+   placeholders the daemon fills in (docs/compatibility.md#imex-configuration-and-ports). The
+   directory is mounted at ``/imexd``; files the daemon writes there survive container restarts.
+   Unprepare leaves it (a new daemon pod of the same domain may already use it); cleanup removes it
+   once the domain is gone;
 2. returns the container edits: ``CLIQUE_ID``, ``COMPUTE_DOMAIN_UUID|NAME|NAMESPACE`` (in that
    order), the ``/imexd`` bind mount, and, on a node with a clique, the fabric-management
    device node (``/dev/nvidia-caps/nvidia-cap<minor>``; minor and mode from the

@@ -1,4 +1,6 @@
-"""The DRA driver adapter: a kubelet batch in, one result per claim out (kubelet-plugin.md §4.1).
+"""The DRA driver adapter: a kubelet batch in, one result per claim out.
+
+The kubelet's rules it answers to: docs/compatibility.md#timeouts-and-retries.
 
 The gRPC servicers (:mod:`computedomain.kubeletplugin.grpcservers`) call :meth:`Driver.prepare`
 and :meth:`Driver.unprepare`. Claims of one request are handled concurrently and each gets its

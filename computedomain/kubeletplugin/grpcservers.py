@@ -4,15 +4,16 @@
   ``<registry dir>/compute-domain.nvidia.com-reg.sock``: ``GetInfo`` answers type
   ``DRAPlugin``, the driver name, the DRA socket path and ``["v1.DRAPlugin",
   "v1beta1.DRAPlugin"]``; ``NotifyRegistrationStatus`` records the kubelet's verdict and
-  answers an error when it refused the plugin (kubelet-plugin.md §2.2).
+  answers an error when it refused the plugin (docs/compatibility.md#registration-service).
 - DRA on ``<plugins dir>/compute-domain.nvidia.com/dra.sock``: both versions on one socket,
   each converting to and from the version-neutral values of :mod:`computedomain.proto.dra`
   and calling the :class:`~computedomain.kubeletplugin.driver.Driver` with the caller's
   remaining deadline. An empty request is a valid no-op (the health check uses it).
 
 Wiring starts the DRA server, then the registration server — only after the informers have
-synced, so the kubelet cannot call before the plugin can answer (upstream's race, §1.3).
-Stale socket files are removed before binding; stopping removes the sockets.
+synced, so the kubelet cannot call before the plugin can answer
+(docs/compatibility.md#no-kubelet-registration-before-the-caches-are-synced). Stale socket files are
+removed before binding; stopping removes the sockets.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 ``Check`` for service ``""`` or ``"liveness"`` exercises the plugin as the kubelet would: it
 calls ``GetInfo`` on the registration socket and an empty v1beta1 ``NodePrepareResources`` on
 the DRA socket, and answers SERVING only when both work and the kubelet has accepted the
-registration (kubelet-plugin.md §6.2, plus the registration condition); any other service name
+registration (docs/operations.md#health-and-probes); any other service name
 is NOT_FOUND. ``Watch`` is not implemented, like upstream. It listens on the address it is
 given (``<pod IP>:<port>`` or ``[::]:<port>``, see ``Config.health_address``); port 0 picks a
 free port (see ``port`` after start); a negative port disables the service.

@@ -1,4 +1,4 @@
-"""Prometheus metrics with upstream's names and labels (kubelet-plugin.md §6.3).
+"""Prometheus metrics with upstream's names and labels (docs/compatibility.md#metrics).
 
 One registry per plugin instance (the simulation runs several in one process), served by the
 HTTP endpoint. Request counters and durations count successful claims only; error counters

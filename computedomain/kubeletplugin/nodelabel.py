@@ -1,4 +1,6 @@
-"""The one-domain-per-node label ``resource.nvidia.com/computeDomain=<cd uid>`` (§4.4, §6.1).
+"""The one-domain-per-node label ``resource.nvidia.com/computeDomain=<cd uid>``.
+
+The contract: docs/compatibility.md#channel-claims.
 
 A channel claim's prepare labels its Node with its domain's UID: the domain's daemon DaemonSet
 selects nodes by this label, so this is what brings the IMEX daemon to the node. A node belongs

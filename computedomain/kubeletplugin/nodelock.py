@@ -2,10 +2,10 @@
 
 Every prepare or unprepare *attempt* holds it, and only the attempt: a channel claim's prepare
 waits for a daemon whose own claim is prepared in another, concurrent request, so a lock held
-across the wait would deadlock (kubelet-plugin.md §4.1). The file lock (``flock(LOCK_EX)``,
-released when the descriptor closes, also by a crash) excludes a second plugin process on the
-node, e.g. during an upgrade; the asyncio mutex queues this process's attempts without polling.
-Acquiring polls the file lock every 100 ms for at most 10 s, like upstream.
+across the wait would deadlock (docs/compatibility.md#timeouts-and-retries). The file lock
+(``flock(LOCK_EX)``, released when the descriptor closes, also by a crash) excludes a second plugin
+process on the node, e.g. during an upgrade; the asyncio mutex queues this process's attempts
+without polling. Acquiring polls the file lock every 100 ms for at most 10 s, like upstream.
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """The node's ResourceSlice: what it must contain, and how to get there from what exists (pure).
 
-One pool named after the node, one slice (kubelet-plugin.md §3.1): ``channel-0`` and
-``daemon-0`` with the attributes ``type`` and ``id`` that the DeviceClass selectors test, plus
-our additive string attribute ``cliqueID`` (omitted on nodes without a clique) so a claim can
-select devices of one rack. Devices are in a fixed order (upstream's map order is random per
-start and causes needless updates). The slice is owned by the Node (controller reference, so
-it goes with the Node) and named by ``generateName`` as the kubelet helper names slices.
+One pool named after the node, one slice (docs/compatibility.md#devices-and-resourceslices):
+``channel-0`` and ``daemon-0`` with the attributes ``type`` and ``id`` that the DeviceClass
+selectors test, plus our additive string attribute ``cliqueID`` (omitted on nodes without a clique)
+so a claim can select devices of one rack. Devices are in a fixed order (upstream's map order is
+random per start and causes needless updates). The slice is owned by the Node (controller reference,
+so it goes with the Node) and named by ``generateName`` as the kubelet helper names slices.
 
 :func:`plan` compares the slices of this driver on this node with the desired content and
 returns the writes: create when the pool has no slice, update the kept one when it drifted

@@ -1,4 +1,6 @@
-"""Publishing the node's ResourceSlice and keeping it so (kubelet-plugin.md §3.1).
+"""Publishing the node's ResourceSlice and keeping it so.
+
+The slice's content: docs/compatibility.md#devices-and-resourceslices.
 
 An informer watches this driver's slices on this node (field selector ``spec.driver``,
 ``spec.nodeName``); every change, and a periodic resync, triggers a reconcile: the Node's UID is

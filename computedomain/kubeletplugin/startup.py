@@ -1,4 +1,4 @@
-"""What the plugin learns about its node before it serves (kubelet-plugin.md §1.3 step 8).
+"""What the plugin learns about its node before it serves.
 
 In upstream's order, each failure fatal (the process exits with ``Error: ...``):
 

@@ -1,4 +1,6 @@
-"""The prepare/unprepare state machine: one attempt for one claim (kubelet-plugin.md §4.2, §5.1).
+"""The prepare/unprepare state machine: one attempt for one claim.
+
+The contract: docs/compatibility.md#prepare-and-unprepare.
 
 :mod:`computedomain.kubeletplugin.driver` calls :meth:`DeviceState.prepare` and
 :meth:`DeviceState.unprepare` once per attempt, holding the node-wide lock; it retries
@@ -24,12 +26,11 @@ claim's domain and no other claim of the checkpoint holds that domain) and delet
 spec.
 
 The file work of an attempt (checkpoint and CDI spec writes, the domain directory) runs on the
-event loop, not in a thread. Each piece is small and not fsynced (page cache only, about 0.1 to
-0.3 ms), attempts are serialised by the node lock anyway, and a hop to a worker thread and back
-cost more than the write it carried (about 0.25 ms each in the plugin, two or three per prepare:
-``bench/prepare.py``). What else the loop serves (informers, health, metrics) tolerates that
-fraction of a millisecond. Reading a checkpoint that changed on disk, which parses a whole file
-another process wrote, still goes to a thread, as do the cleanup loops' scans.
+event loop, not in a thread: each piece is small and not fsynced (page cache only), attempts are
+serialised by the node lock anyway, and a hop to a worker thread and back costs about as much as
+the write it would carry (``bench/prepare.py`` shows the split). Reading a checkpoint that
+changed on disk, which parses a whole file another process wrote, still goes to a thread, as do
+the cleanup loops' scans.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """One-way import of upstream's ``checkpoint.json``, so a node can switch from the Go plugin.
 
-Upstream's file (kubelet-plugin.md §5.2) holds a V1 and a V2 section, each with a checksum:
-FNV-1a (32 bit) of the text ``([]uint8)[b0 b1 ...]`` (go-spew's rendering of the bytes of the
-compact Go JSON), the top-level one over ``{"checksum":0,"v1":...}``, the V2 one over the V2
+Upstream's file (docs/compatibility.md#checkpoint) holds a V1 and a V2 section, each with a
+checksum: FNV-1a (32 bit) of the text ``([]uint8)[b0 b1 ...]`` (go-spew's rendering of the bytes of
+the compact Go JSON), the top-level one over ``{"checksum":0,"v1":...}``, the V2 one over the V2
 object with its checksum set to 0. A file written by Go already has Go's field order and
 escaping, so re-encoding the parsed JSON compactly, in file order, with Go's escapes reproduces
 the bytes Go hashed. We verify both checksums, read V2 (or V1 when V2 is absent), and convert

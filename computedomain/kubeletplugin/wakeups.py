@@ -5,9 +5,9 @@ domain's label to leave the node. Instead of sleeping out the whole backoff, the
 request also wakes when an informer sees a change that may end the wait, so a workload starts
 within milliseconds of its daemon becoming Ready. Waking early is always safe (the attempt
 re-checks everything) but not free: a forming domain's clique and status change once or twice
-per daemon, so waking every waiter of the domain on each change costs each node an attempt per
-peer (quadratic in the domain's size; 87 attempts per node were measured with hollow nodes).
-So the keys are per node where the change says which node it concerns:
+per daemon, so waking every waiter of the domain on each change would cost each node an attempt
+per peer (quadratic in the domain's size). So the keys are per node where the change says which
+node it concerns:
 
 - :func:`domain_node_key` (domain, node): this node's entry in the domain's clique or status,
   or its daemon pod, changed;
