@@ -28,7 +28,7 @@ from computedomain.kube.informer import FuncHandler, Informer
 from computedomain.kube.rest import Api
 from computedomain.policies.hookspecs import DnsNamePolicy, IndexPolicy
 
-RESYNC_PERIOD = 240.0  # upstream's 4 min (daemon.md §6.2)
+RESYNC_PERIOD = 240.0  # upstream's 4 min: a resync re-delivers a missed readiness change
 
 
 @attrs.define

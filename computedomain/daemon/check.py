@@ -1,4 +1,5 @@
-"""``cd-imex-daemon check``: the startup, liveness and readiness probe (daemon.md §1.1).
+"""``cd-imex-daemon check``: the startup, liveness and readiness probe
+(docs/compatibility.md#subcommands-and-exit-codes).
 
 Succeeds when the clique ID is empty (no-op mode) or when ``nvidia-imex-ctl -c <cfg> -q``
 exits 0 and prints exactly ``READY``. It asks only the local IMEX daemon. Upstream's messages
@@ -14,7 +15,7 @@ import sys
 from typing import TextIO
 
 NOOP_MESSAGE = "check succeeded (noop, clique ID is empty)"
-PROBE_TIMEOUT_S = 10.0  # the kubelet's probe timeout (daemon.md §0.1)
+PROBE_TIMEOUT_S = 10.0  # the probes' timeout (docs/compatibility.md#daemon-daemonset)
 
 
 class CheckFailed(Exception):

@@ -5,12 +5,14 @@ writes what they compute) and by the property suites. The DNS-name policy
 (:class:`~computedomain.policies.hookspecs.DnsNamePolicy`) turns an index into a host name; the
 built-in reproduces upstream's ``compute-domain-daemon-%04d``.
 
-DNS mode (daemon.md §4): ``nodes.cfg`` lists the names of every index ``0..max-1`` and never
-changes; the hosts file maps the names of the live entries of the own clique to their IPs.
-IP mode (daemon.md §5): ``nodes.cfg`` lists the IPs of the own clique's entries in list order.
+DNS mode: ``nodes.cfg`` lists the names of every index ``0..max-1`` and never changes; the
+hosts file maps the names of the live entries of the own clique to their IPs. IP mode:
+``nodes.cfg`` lists the IPs of the own clique's entries in list order
+(docs/compatibility.md#dns-names-and-the-hosts-file).
 
 Unlike upstream, we key the comparison on the whole name→IP mapping (not the set of IPs, hazard
-H1) and remember the own index, so a changed own index can restart ``nvidia-imex`` (H2).
+H1) and remember the own index, so a changed own index can restart ``nvidia-imex`` (H2; both in
+docs/compatibility.md#upstream-hazards).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from computedomain.policies.hookspecs import DnsNamePolicy
 
 
 class IndexOutOfRange(PermanentError, ValueError):
-    """A same-clique entry carries an index outside ``[0, max)`` (daemon.md §4.3, F10)."""
+    """A same-clique entry carries an index outside ``[0, max)`` (invariant F10)."""
 
 
 class DuplicateName(PermanentError, ValueError):

@@ -1,4 +1,6 @@
-"""Warning events on the daemon pod, for what the user must act on (spec README §2.6).
+"""Warning events on the daemon pod, for what the user must act on.
+
+The reasons are listed in docs/operations.md#events.
 
 Wired by :mod:`computedomain.daemon.runner` into the keeper (host conflicts), the registration
 loop (a full index space, a broken index policy, a replaced pod) and the IMEX sync (a

@@ -3,7 +3,7 @@
 :class:`~computedomain.daemon.process.ImexProcess` feeds every line the child prints through
 :func:`detect`; the keeper (:mod:`computedomain.daemon.keeper`) reports a finding once per
 child as a Warning event on the daemon pod and holds the entry ``NotReady`` while it lasts
-(spec README §2.6; field notes §1a: aicr#2520 and upstream #289). Pure.
+(docs/operations.md#troubleshooting). Pure.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import enum
 
 import attrs
 
-# What nvidia-imex prints (field-notes.md §1a).
+# What nvidia-imex prints in each case.
 SESSION_IN_USE_MARKER = "NV_ERR_IN_USE"
 NO_INTERFACE_MARKER = "No matching network interface found"
 

@@ -5,10 +5,11 @@ changed; calls only the file system. Two halves:
 
 - :func:`render` (pure): drop every line we manage, keep every other line byte for byte, then
   append one header and one ``<ip>\\t<name>`` line per mapping, sorted by name. It is idempotent,
-  and unlike upstream it never accumulates header or blank lines (daemon.md §4.3, H10) nor
+  and unlike upstream it never accumulates header or blank lines (hazard H10) nor
   writes a name twice (upstream #561).
 - :class:`HostsFile` (effectful): read, render and write under an exclusive lock, and only when
-  the content changes (no write, unchanged mtime, when nothing changed: invariant F8).
+  the content changes (no write, unchanged mtime, when nothing changed: invariant F8; hazards
+  and invariants are in docs/compatibility.md).
 
 Why two write strategies: in a real pod ``/etc/hosts`` is a file the kubelet bind-mounts into
 the container, so it cannot be replaced by renaming a temporary file over it (rename onto a

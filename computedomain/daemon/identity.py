@@ -1,4 +1,5 @@
-"""Who a daemon is: the facts the DaemonSet and CDI hand it (daemon.md §0, §1). Pure data."""
+"""Who a daemon is: the facts the DaemonSet and CDI hand it
+(docs/compatibility.md#daemon-environment). Pure data."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import attrs
 
 @attrs.frozen
 class Identity:
-    """Who this daemon is: the facts the DaemonSet and CDI give it (daemon.md §0, §1)."""
+    """Who this daemon is: the facts the DaemonSet and CDI give it."""
 
     node_name: str
     pod_ip: str

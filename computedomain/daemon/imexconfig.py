@@ -1,6 +1,6 @@
 """The ``nvidia-imex`` configuration file: rendering upstream's template, and reading it back.
 
-``run`` calls :func:`write_config` once at start (daemon.md §2 step 7): the kubelet plugin has
+``run`` calls :func:`write_config` once at start, before it registers: the kubelet plugin has
 placed ``imexd.cfg.tmpl`` in the domain directory (mounted at ``IMEXD_DIR``); we substitute
 upstream's two Go-template fields and write ``imexd.cfg`` beside it. The IMEX stand-ins and
 ``check`` read the result with :func:`parse`. Only the two fields are supported; any other

@@ -4,16 +4,17 @@ The registration loop (:mod:`computedomain.daemon.reconcile`) puts each new list
 :class:`Mailbox`; :func:`run` takes the newest one and hands it to the mode's sync strategy,
 chosen once in wiring (:mod:`computedomain.daemon.modes`):
 
-- :class:`DnsSync` (DNS-names mode, daemon.md §4): rewrite the hosts file (only on change) with
+- :class:`DnsSync` (DNS-names mode): rewrite the hosts file (only on change) with
   the own clique's names, then tell the keeper the mapping and the own index. The keeper starts
   ``nvidia-imex`` only once the own mapping is in the file (F7), SIGUSR1s it when the mapping
   changed, restarts it when the own index changed.
-- :class:`IpSync` (IP mode, daemon.md §5): once ``numNodes`` daemons are listed, rewrite
+- :class:`IpSync` (IP mode): once ``numNodes`` daemons are listed, rewrite
   ``nodes.cfg`` with the own clique's IPs; a changed file restarts ``nvidia-imex``.
 
 A list that cannot be applied (an index out of range, F10) is refused without touching the
 files, logged and reported; the daemon keeps running with the last good state instead of
-crash-looping as upstream does.
+crash-looping as upstream does. Modes, files and the invariants F7 and F10:
+docs/compatibility.md#dns-names-and-the-hosts-file and #membership-invariants.
 """
 
 from __future__ import annotations

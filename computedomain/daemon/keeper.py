@@ -6,7 +6,8 @@ restarted with backoff when it dies, stopped on shutdown.
 :mod:`computedomain.daemon.process`. One task (:meth:`ImexKeeper.run`) owns the child, so
 there are no races between the watchdog, reloads and restarts.
 
-The rules (daemon.md §4.4, §8; spec README §2.2):
+The rules (docs/compatibility.md#hosts-file-and-index-changes-reach-nvidia-imex; F7 and H2 are
+defined in the same document):
 
 - Start only when the inputs are startable (DNS mode: the own name→IP mapping is already in
   the hosts file, F7).

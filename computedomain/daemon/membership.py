@@ -9,7 +9,7 @@ applied to a stale list, which :mod:`computedomain.daemon.registration` prevents
 compare-and-swap on the object's resourceVersion. Called by the registration apply loop and by
 the property suites; calls only the index policy.
 
-Rules (daemon.md §6, spec README §2.1):
+Rules (docs/compatibility.md#membership):
 
 - The identity of an entry is the node name. The additive ``podUID`` says which pod wrote it.
 - :class:`Register` inserts the entry with ``NotReady`` and an index from the index policy, or
@@ -19,7 +19,8 @@ Rules (daemon.md §6, spec README §2.1):
   so no readiness transition is lost).
 - :class:`Deregister` removes the entry of this node written by this pod (node name + pod UID);
   only entries without a pod UID (written by upstream's daemons) are matched by IP instead.
-- A write that would not change the list is not planned (invariant S7).
+- A write that would not change the list is not planned (invariant S7,
+  docs/compatibility.md#membership-invariants).
 """
 
 from __future__ import annotations
@@ -56,7 +57,8 @@ class Register:
 
     ``takeover``: whether an entry of this node written by *another* pod may be taken over.
     A starting daemon takes over (it replaces a gone pod); once registered, a daemon that sees
-    its entry carrying another pod's UID has been replaced and must not fight back (H7).
+    its entry carrying another pod's UID has been replaced and must not fight back (hazard H7,
+    docs/compatibility.md#upstream-hazards).
     """
 
     node_name: str

@@ -1,4 +1,6 @@
-"""The three ways the daemon can run, chosen once from the feature gates (daemon.md §1, §15.9).
+"""The three ways the daemon can run, chosen once from the feature gates.
+
+The contract: docs/compatibility.md#flags-environment-and-feature-gates.
 
 =========================  ========================  ==============================
 gates                      membership list           what nvidia-imex reads
@@ -11,7 +13,7 @@ cliques without DNS names  rejected at startup (``feature gate validation failed
 
 A :class:`Mode` is a strategy object: the wiring (:mod:`computedomain.daemon.runner`) asks it
 for the shape, the one-time file preparation and the sync strategy, and never branches on the
-gates itself (style.md §3.3).
+gates itself.
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ class Mode:
         return self.make_shape(identity, limit)
 
     def prepare(self, paths: Paths, policy: DnsNamePolicy, limit: int) -> None:
-        """Files written once at start: DNS mode's static ``nodes.cfg`` (daemon.md §4.2).
+        """Files written once at start: DNS mode's static ``nodes.cfg``.
         Blocking; raises OSError, DuplicateName."""
         if self.dns_names:
             text = dnsnames.render_nodes_config(dnsnames.all_names(policy, limit))

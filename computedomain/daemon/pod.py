@@ -1,10 +1,10 @@
 """The daemon's own pod: its readiness, its clique label, and how events refer to it.
 
 Readiness comes from the pod's Ready condition, which the kubelet sets from the ``check``
-probes (daemon.md §7): the daemon never asks ``nvidia-imex`` itself. :func:`pod_ready` and
-:func:`desired_status` are pure and used by :mod:`computedomain.daemon.reconcile`;
-:func:`label_with_clique` is the startup patch (daemon.md §2 step 5) that the controller
-classifies daemon pods by; :func:`annotate_problem` publishes a host problem for the
+probes (docs/compatibility.md#probes): the daemon never asks ``nvidia-imex`` itself.
+:func:`pod_ready` and :func:`desired_status` are pure and used by
+:mod:`computedomain.daemon.reconcile`; :func:`label_with_clique` is the startup patch that the
+controller classifies daemon pods by; :func:`annotate_problem` publishes a host problem for the
 controller's Ready condition (:mod:`computedomain.daemon.problems`).
 """
 

@@ -1,6 +1,7 @@
 """Publishes the host problem that keeps ``nvidia-imex`` from running as an annotation on the
 daemon's own pod, so the controller can name it in the ComputeDomain's ``Ready`` condition
-(spec README §2.6; the Warning event of :mod:`computedomain.daemon.events` says it too).
+(docs/operations.md#the-ready-condition; the Warning event of :mod:`computedomain.daemon.events`
+says it too).
 
 :mod:`computedomain.daemon.runner` creates one :class:`ProblemPublisher` with a callable giving
 the current problem text (from the keeper's ``blocked_by``), pokes it when that changes, and

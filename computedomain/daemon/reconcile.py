@@ -6,11 +6,12 @@ level-triggered: watch events of the membership object and of the own pod only r
 newest state and wake it; each pass then
 
 1. publishes the current list to the IMEX side (:class:`~computedomain.daemon.imexsync.Mailbox`,
-   latest value wins, never blocks: upstream's H8),
+   latest value wins, never blocks: upstream's hazard H8),
 2. decides the one change the own entry needs (register, then status) and applies it through
    the :class:`~computedomain.daemon.registration.Registrar`.
 
-A pass that finds nothing to change makes no API call, so watch resyncs cost nothing (S7).
+A pass that finds nothing to change makes no API call, so watch resyncs cost nothing (invariant
+S7; hazards and invariants: docs/compatibility.md).
 Failures are retried with upstream's backoff (5 ms doubling to 6 s, ±25 % jitter); a new event
 retries at once. :meth:`deregister` removes the own entry at shutdown, by node name and pod
 UID, retrying conflicts until its deadline.

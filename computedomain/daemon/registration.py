@@ -11,7 +11,8 @@ replace a list it did not see (upstream #1050, #1418). On 409 we wait, then re-p
 change on a newer object: the one the watch has delivered meanwhile if it is newer than the one
 we tried, otherwise a fresh GET. Nothing is retried from a stale list.
 
-Keeping writes and conflicts low when a whole clique joins at once (spec README §2.1): the wait
+Keeping writes and conflicts low when a whole clique joins at once
+(docs/compatibility.md#stable-conflict-light-membership): the wait
 after a conflict is drawn uniformly from a window of ``2 * contenders * slot``, capped at 6 s
 like upstream's backoff. ``contenders`` is the number of still-free indices (an upper bound on
 the daemons that may still race for this object); ``slot`` is how long one contender holds the
@@ -21,31 +22,25 @@ stalled first request does not stretch the first windows to seconds). Spreading 
 over about twice as many slots as racers makes most of them land alone, so a joining daemon
 needs about two writes on average instead of the O(N) of a fixed short backoff.
 
-Why an average of recent trips and not the fastest trip ever seen (the previous rule): when
-hundreds of daemons start at once a write takes ~200 ms, and the object cannot take more than
-one write per trip, so windows sized from a best-case 10 ms trip made the retries collide
-again and again, each lost race adding load, and the doubling that had to correct the window
-overshot it once the load was gone (measured with 288 daemons in 16 cliques: 2.2 conflicts per
-daemon, the last daemons sleeping in seconds-long windows on an idle server; with the average,
-0.9-1.4 conflicts). The average follows the load both ways within a few writes (a daemon whose
-last trip fell in a busy moment still waits in a window sized for it: that is what remains of
-the tail); the window only doubles from the third conflict in a row on, as a guard should the
-estimate still be too short. Starting from 20 ms rather than from the first trip keeps a single
-descheduled request on a loaded machine from stretching a small clique's join (measured with 18
-daemons at load 4-6 on 2 cores: 1.1 s on average over six runs, against 1.7 s when the first
-trip was taken as it came).
+Why an average of recent trips and not the fastest trip seen: when hundreds of daemons start
+at once a write takes far longer than on an idle server, and the object cannot take more than
+one write per trip, so windows sized from a best-case trip make the retries collide again and
+again, each lost race adding load. The average follows the load both ways within a few writes;
+the window only doubles from the third conflict in a row on, as a guard should the estimate
+still be too short. Starting from a fixed 20 ms rather than from the first trip keeps a single
+descheduled request on a loaded machine from stretching a small clique's join.
+``bench/daemon_join.py`` measures writes and conflicts per joining daemon.
 
 Two changes are sent as JSON patches instead (:meth:`~computedomain.daemon.shapes.Shape.
 patch_for`), which carry no resourceVersion and test only what the change depends on:
 
 - a status change (the readiness flip): a ``test`` that the own entry is still where and what
   it was, then a ``replace`` of its status. Daemons turning Ready together, or joining
-  meanwhile, no longer make each other's flips fail (with 288 daemons in 16 cliques: 0.77
-  conflicts per flip as compare-and-swap, none as a patch);
+  meanwhile, do not make each other's flips fail;
 - a join in clique mode: a ``test`` of every entry's name and index in place, the ``add`` of
   the own entry at the end, and a ``test`` that it landed right after them. That is what the
   compare-and-swap guaranteed (the index still free, the name still absent); a peer's readiness
-  flip or new IP no longer fails it.
+  flip or new IP does not fail it.
 
 A test that fails (422) is handled like a conflict: wait, read again, plan again; after
 :data:`MAX_STALE_PATCHES` in a row the operation is written whole (a guard: a fresh read cures a
@@ -53,9 +48,9 @@ lost race, not a server that refuses the patch for another reason). Nothing is w
 stale list. A role without ``patch`` falls back to the compare-and-swap (logged once).
 
 The same spreading is applied before creating the object: when a domain forms, every daemon of
-a clique finds it absent at once and only one create can succeed (measured with 18 daemons: 1.3
-writes per daemon with it, 2.2 without). A write is only made when the plan changes something
-(no writes on resync, invariant S7).
+a clique finds it absent at once and only one create can succeed. A write is only made when
+the plan changes something (no writes on resync, invariant S7 of
+docs/compatibility.md#membership-invariants).
 """
 
 from __future__ import annotations
@@ -77,7 +72,7 @@ from computedomain.runtime import logs
 
 log = logs.get_logger(__name__)
 
-MAX_DELAY = 6.0  # upstream's cap on the daemon's retry backoff (daemon.md §14)
+MAX_DELAY = 6.0  # upstream's cap on the daemon's retry backoff
 FIRST_SLOT = 0.020  # before this daemon has timed a write of its own
 MIN_SLOT = 0.001
 MAX_SLOT = 0.250

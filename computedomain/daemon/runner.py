@@ -1,4 +1,5 @@
-"""``cd-imex-daemon run``: the startup sequence and the supervised parts (daemon.md §2, §9).
+"""``cd-imex-daemon run``: the startup sequence and the supervised parts
+(docs/compatibility.md#subcommands-and-exit-codes).
 
 Called by :mod:`computedomain.daemon.main`; wires :mod:`~computedomain.daemon.assembly` (the
 registration and file-keeping parts), the :class:`~computedomain.daemon.keeper.ImexKeeper` and
@@ -37,7 +38,7 @@ from computedomain.runtime.supervisor import Supervisor
 
 log = logs.get_logger(__name__)
 
-DEREGISTER_WITHIN = 10.0  # upstream's fresh shutdown deadline (daemon.md §9)
+DEREGISTER_WITHIN = 10.0  # upstream's deadline for removing the own entry at shutdown
 
 
 async def prepare(config: DaemonConfig) -> tuple[Api, modes.Mode]:

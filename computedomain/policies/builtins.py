@@ -1,10 +1,11 @@
 """The built-in policies, reproducing upstream's; always registered.
 
 - index ``lowest-free``: the lowest index not in use (gaps are filled), below the limit
-  (daemon.md §6.6); one deliberate difference: a node that remembers the index it held (its
-  daemon pod was replaced, see computedomain.daemon.indexmemory) gets it back while it is free.
-- DNS names ``upstream``: ``compute-domain-daemon-%04d`` (daemon.md §4.1).
-- channels ``Single`` (channel 0) and ``All`` (every channel of the node) (kubelet-plugin.md §4.4).
+  (docs/compatibility.md#index-allocation); one deliberate difference: a node that remembers the
+  index it held (its daemon pod was replaced, see computedomain.daemon.indexmemory) gets it back
+  while it is free.
+- DNS names ``upstream``: ``compute-domain-daemon-%04d``.
+- channels ``Single`` (channel 0) and ``All`` (every channel of the node).
 """
 
 from __future__ import annotations
