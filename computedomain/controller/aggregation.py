@@ -1,6 +1,6 @@
 """Status aggregation rules: which nodes a domain lists, and its global status.
 
-Upstream's rules (controller.md §4.4), as pure functions of cached objects:
+Upstream's rules (docs/compatibility.md#status-aggregation), as pure functions of cached objects:
 
 - clique mode: every daemon entry of every clique of the domain, copied as is, then one entry
   per non-fabric daemon pod;
@@ -14,7 +14,7 @@ Upstream's rules (controller.md §4.4), as pure functions of cached objects:
 
 Deliberate differences, each fixing a reported hazard: status mode keeps a fabric entry by
 *node* (a daemon pod of this domain on that node) instead of by pod IP, so an IP change or reuse
-neither drops a live node nor keeps a dead one (spec README §2.1); entries are unique by name
+neither drops a live node nor keeps a dead one; entries are unique by name
 (the CRD declares a list-map, which a real API server enforces); and the entries dropped only
 because no pod was found in the cache are reported as *doubtful*, for a live read before any
 write (upstream #1418). Called by :mod:`~computedomain.controller.statusplan`.
@@ -96,7 +96,7 @@ def aggregate(
     cliques: Iterable[ComputeDomainClique],
     pods: Sequence[JsonObject],
 ) -> Aggregate:
-    """The entries ``status.nodes`` should hold (§4.4.2 with the fixes above). Pure."""
+    """The entries ``status.nodes`` should hold (upstream's rule with the fixes above). Pure."""
     if mode is Mode.CLIQUES:
         return Aggregate(unique_by_name([*clique_nodes(cliques), *non_fabric_nodes(pods)]))
     fabric = daemon_nodes(pods, fabric_only=True)
@@ -106,7 +106,7 @@ def aggregate(
 
 
 def global_status(nodes: Sequence[ComputeDomainNode], num_nodes: int) -> Status:
-    """Upstream's global rule (§4.4.3); ``numNodes: 0`` with no nodes is Ready. Pure."""
+    """Upstream's global rule; ``numNodes: 0`` with no nodes is Ready. Pure."""
     if len(nodes) < num_nodes:
         return Status.NOT_READY
     if any(n.status is Status.NOT_READY for n in nodes):

@@ -11,7 +11,8 @@ records it, and asks for a re-plan (:class:`TemporaryError` with no delay): the 
 and pure, so re-planning from fresh state is the safe answer to any surprise. Creates and
 deletes are idempotent (AlreadyExists of our own object and NotFound count as done). Every
 response is recorded in the read-your-writes caches, which is how the first status write of a
-new domain uses the object returned by the finalizer update (§8 item 18).
+new domain uses the object returned by the finalizer update (upstream reused the copy it read
+before adding the finalizer, so that write always failed once with a conflict).
 
 ``Wait`` and ``Fail`` actions raise after the other actions ran (a wait re-queues the domain
 only for its recheck: the informer event of what it waits for queues it sooner). Called by

@@ -1,18 +1,20 @@
 """The controller's view of the cluster: informers, read-your-writes caches, snapshots.
 
-One informer per watched kind (controller.md §2.2, with two changes): ComputeDomains and nodes
+One informer per watched kind: ComputeDomains and nodes
 cluster-wide; DaemonSets, daemon pods and cliques (clique mode only) in each managed namespace;
 and **all** ResourceClaimTemplates cluster-wide, so that a workload template name taken by an
 object that is not ours is seen, and its changes re-evaluate the collision (upstream watched
-only labelled templates and retried AlreadyExists forever, §8 item 16). Every object is indexed
+only labelled templates and retried AlreadyExists forever). Every object is indexed
 by the domain label; :meth:`Caches.snapshot` gathers one UID's objects from all namespaces at
-once, which makes a single status aggregator for all managed namespaces (§8 item 13).
+once, which makes a single status aggregator for all managed namespaces (upstream ran one per
+namespace, and those that saw none of a domain's daemons overwrote its status).
 
 Writes go through :meth:`Caches.record` into read-your-writes layers
 (:class:`~computedomain.kube.mutationcache.MutationCache`), so a reconcile sees its own creates
 and updates before the watch does and never creates an object twice. An object the server is
 about to remove (terminating, no finalizers left) is forgotten rather than recorded, so it
-cannot linger as a phantom (§8 item 20).
+cannot linger as a phantom (upstream's read-your-writes caches kept deleted objects alive for
+up to an hour).
 
 Built by :class:`~computedomain.controller.controller.Controller`; read by the reconciler and
 the cleanup loop; calls the kube layer only.

@@ -6,26 +6,23 @@ reconcile may want to write the domain's status. :class:`Coalescer` remembers wh
 status was last written; a reconcile that wants to write sooner defers the write and re-queues
 its key for the end of the window, where the latest state is written once.
 
-A fixed 250 ms window still costs a forming 18-node domain one write per window for as long as
-the burst lasts (about two status writes per node joined, measured with ``bench/scale.py``).
-So the window adapts: each write that had to wait for its window, or that comes less than
+A fixed window still costs a forming domain one write per window for as long as the burst
+lasts, so the window adapts: each write that had to wait for its window, or that comes less than
 ``max_window`` after the domain's previous write, doubles the domain's window, up to
 ``max_window`` (default 2 s, upstream's status poll period, so the lag is never worse than
 upstream's); a write that comes ``max_window`` or more after the previous one (the domain was
-quiet) resets it to ``window``. Judging "quiet" by the base window alone (the previous rule)
-missed the common case on a loaded cluster: daemons joining one every half second or so never
-had to wait for a 250 ms window, so every change was written (1.07 status writes per node joined
-with ``bench/scale.py --sizes 288``).
+quiet) resets it to ``window``. "Quiet" is judged against ``max_window``, not the base window:
+on a loaded cluster daemons join one every half second or so, each change too far from the last
+to wait for a short window, yet together a burst.
 
 Changes that users wait on are *urgent*: they only wait for the base window. That is the
 domain's global status turning Ready, or turning NotReady because a node it had lost its
 readiness or left (:func:`urgent`). A domain turning NotReady only because nodes joined that
 are not Ready yet is not urgent: with ``numNodes: 0`` (the default) a forming domain's status
 goes Ready, NotReady, Ready... as its nodes join one by one, and writing each of those at once
-was most of the controller's writes while domains formed (20 writes per 18-node domain with
-``bench/scale.py --sizes 288``). So the guarantee stays "at most one
-write per domain per ``window``", a quiet domain's change is written at once, and a burst costs
-a handful of writes instead of one per 250 ms.
+would be most of the controller's writes while domains form (``bench/scale.py`` counts them).
+So the guarantee stays "at most one write per domain per ``window``", a quiet domain's change is
+written at once, and a burst costs a handful of writes instead of one per window.
 
 The first write of a domain is never delayed. Used by
 :mod:`computedomain.controller.reconciling` (wait, deferred) and

@@ -2,7 +2,7 @@
 
 :class:`Controller` is built with an :class:`~computedomain.kube.rest.Api` (the real client,
 pointed at any API server) and a :class:`~.config.ControllerConfig`; ``await controller.run()``
-runs it until cancelled. The order matters (controller.md §1.3): start every informer, wait for
+runs it until cancelled. The order matters: start every informer, wait for
 the domain cache and then the others to sync, and only then start the orphan passes (which
 read "absent" as "gone") and the workers. Events that arrive earlier wait in the queue.
 

@@ -5,8 +5,8 @@ API server, build the :class:`~.controller.Controller`, its event recorder, metr
 endpoint, and run them under one :class:`~computedomain.runtime.supervisor.Supervisor`. With
 leader election on, the controller runs only while this replica holds the Lease (identity
 ``<pod>-<uuid4>``), the Lease is released on exit, and the process exits after losing it, so
-each term starts from fresh state (controller.md §1.4). Exit status: 0 after a signal or the
-end of leadership, 1 on a fatal error, 2 on bad settings (:func:`~.config.load`).
+each term starts from fresh state. Exit status: 0 after a signal or the end of leadership, 1
+on a fatal error, 2 on bad settings (:func:`~.config.load`).
 """
 
 from __future__ import annotations

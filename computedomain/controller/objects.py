@@ -126,6 +126,6 @@ def pod_fabric(pod: JsonObject) -> bool:
     """Fabric-attached unless the daemon labelled the pod with an empty clique ID.
 
     An absent label means the daemon has not labelled its pod yet: such a pod counts as fabric
-    so that its node is not dropped too early (upstream ca48d876, controller.md §4.4.1).
+    so that its node is not dropped too early (docs/compatibility.md#status-aggregation).
     """
     return label(pod, names.CLIQUE_LABEL) != ""

@@ -2,7 +2,7 @@
 
 Three cases: the UID has no domain in the synced cache (clean up its remains), the domain is
 being deleted (ordered teardown, :mod:`~.deletion`), or it lives. A living domain gets, in this
-order (controller.md §4.2): our finalizer; the daemon ResourceClaimTemplate and the DaemonSet in
+order: our finalizer; the daemon ResourceClaimTemplate and the DaemonSet in
 the driver namespace unless a DaemonSet of the domain exists in any managed namespace; the
 workload ResourceClaimTemplate in its own namespace; its status (:mod:`~.statusplan`); and
 clique pruning (:mod:`~.pruning`). Objects are looked up by the domain label, so a just-created
@@ -10,9 +10,11 @@ object (visible through the read-your-writes cache) is never created twice.
 
 What users must know becomes events and a ``Ready`` condition: objects created; a workload
 template name that already belongs to someone else (a Warning, a condition, and a permanent
-error instead of upstream's endless AlreadyExists retries, §8 item 16; re-evaluated whenever the
-colliding object changes); an object deleted by hand while the domain lives, which is let go
-and re-created (§8 item 15). Pure: no I/O, no clock (the snapshot carries the time).
+error instead of upstream's endless AlreadyExists retries; re-evaluated whenever the colliding
+object changes); an object deleted by hand while the domain lives, which is let go and
+re-created (upstream kept finding the terminating object and the domain stayed broken). See
+docs/compatibility.md#deletion-never-sticks. Pure: no I/O, no clock (the snapshot carries the
+time).
 """
 
 from __future__ import annotations
@@ -89,7 +91,7 @@ def _daemon_objects(snapshot: Snapshot, domain: ComputeDomain) -> list[Create]:
         for ds in snapshot.daemon_sets
         if objects.namespace(ds) != snapshot.settings.namespace and not objects.terminating(ds)
     ]
-    if elsewhere:  # a DaemonSet left by an earlier install keeps serving the domain (§8 item 8)
+    if elsewhere:  # a DaemonSet left by an earlier install keeps serving the domain
         return []
     creates = []
     name = names.daemon_object_name(snapshot.uid)

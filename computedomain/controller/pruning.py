@@ -1,8 +1,9 @@
 """Clique pruning: drop daemon entries whose node no longer runs a daemon of that domain.
 
 Daemons remove their own entry when they stop gracefully; pruning covers crashes, force
-deletes and lost nodes (controller.md §4.5). Upstream kept an entry alive while a daemon pod of
-*any* domain sat on the node, including finished pods (§8 item 21); here an entry survives only
+deletes and lost nodes. Upstream kept an entry alive while a daemon pod of *any* domain sat on
+the node, including finished pods (hazard H4, docs/compatibility.md#upstream-hazards); here an
+entry survives only
 if a daemon pod *of this domain* that has not finished is on that node. Because a daemon
 registers only after its pod exists, an entry without a cached pod usually means the pod cache
 lags: a prune is therefore planned only after a live read has confirmed the pods (a

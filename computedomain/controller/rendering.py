@@ -3,7 +3,8 @@
 Three renderers, each a pure function of the domain and the :class:`DaemonSettings`:
 the daemon ResourceClaimTemplate and the daemon DaemonSet (both ``computedomain-daemon-<uid>``
 in the driver namespace) and the workload ResourceClaimTemplate (named by the domain's spec, in
-the domain's namespace). The shapes are upstream's field for field (controller.md §3.2-§3.4,
+the domain's namespace). The shapes are upstream's field for field
+(docs/compatibility.md#objects-the-controller-renders,
 resource.k8s.io/v1 and apps/v1), because the kubelet plugin, the daemon and the DeviceClasses
 consume them; our additions (priority class, resources, the daemons' policies and their
 settings) are absent unless configured. No
@@ -24,7 +25,7 @@ from computedomain.controller.settingvalues import ENV_DNS_NAME_POLICY, ENV_INDE
 RESOURCE_API_VERSION: Final = "resource.k8s.io/v1"
 APPS_API_VERSION: Final = "apps/v1"
 
-# Probe timings of upstream's daemon DaemonSet (controller.md §3.3), in order of the fields.
+# Probe timings of upstream's daemon DaemonSet, in order of the fields.
 STARTUP_PROBE: Final = {
     "initialDelaySeconds": 0,
     "periodSeconds": 1,
@@ -101,7 +102,7 @@ def _claim_template(
 
 
 def daemon_claim_template(domain: ComputeDomain, settings: DaemonSettings) -> dict[str, Any]:
-    """The daemon ResourceClaimTemplate (controller.md §3.2). Pure."""
+    """The daemon ResourceClaimTemplate. Pure."""
     uid = domain.metadata.uid
     return _claim_template(
         name=names.daemon_object_name(uid),
@@ -119,7 +120,7 @@ def daemon_claim_template(domain: ComputeDomain, settings: DaemonSettings) -> di
 
 
 def workload_claim_template(domain: ComputeDomain) -> dict[str, Any]:
-    """The workload ResourceClaimTemplate users' pods reference (controller.md §3.4). Pure.
+    """The workload ResourceClaimTemplate users' pods reference. Pure.
 
     ``allocationMode`` is always present; an absent mode renders as ``Single``, the CRD default.
     """
@@ -172,7 +173,7 @@ def _env(settings: DaemonSettings) -> list[dict[str, Any]]:
 
 
 def daemon_set(domain: ComputeDomain, settings: DaemonSettings) -> dict[str, Any]:
-    """The per-domain daemon DaemonSet (controller.md §3.3). Pure.
+    """The per-domain daemon DaemonSet. Pure.
 
     Its nodeSelector is the domain label, so it schedules a daemon only on nodes the kubelet
     plugin labelled while preparing a channel claim of this domain.

@@ -22,7 +22,7 @@ from computedomain.controller.objects import JsonObject
 
 
 class Mode(enum.StrEnum):
-    """How ``status.nodes`` is sourced (controller.md §1.2): from cliques, or by the daemons."""
+    """How ``status.nodes`` is sourced: from cliques, or by the daemons (the feature gates)."""
 
     CLIQUES = "cliques"
     STATUS = "status"
