@@ -17,8 +17,8 @@ Nothing found raises :class:`ClientConfigError` saying what was looked for.
 
 For a plain ``http://`` server (the embedded API server, a local proxy) the client is built
 without a TLS context: the official REST client creates one in its constructor whatever the
-scheme, and loading the system CA store costs 50-180 ms of CPU per client, which in-process
-fleets of clients (hollow daemons, benches) paid hundreds of times over.
+scheme, and loading the system CA store is costly enough that in-process fleets of clients
+(hollow daemons, benchmarks) would pay for it hundreds of times over.
 """
 
 from __future__ import annotations

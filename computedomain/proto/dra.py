@@ -39,7 +39,8 @@ class Version(enum.StrEnum):
         return f"k8s.io.kubelet.pkg.apis.dra.{self.value}"
 
 
-# What the kubelet supports, in its order of preference (kubelet-plugin.md §2.2).
+# What the kubelet supports, in its order of preference
+# (docs/compatibility.md#registration-service).
 KUBELET_VERSIONS: Final = (Version.V1, Version.V1BETA1)
 
 

@@ -4,7 +4,7 @@ A kubelet finds a plugin by its registration socket, asks ``GetInfo``, checks th
 the first DRA service version in the plugin's list that it supports (``v1`` before
 ``v1beta1``), tells the plugin the verdict with ``NotifyRegistrationStatus`` and from then on
 calls ``NodePrepareResources`` / ``NodeUnprepareResources`` on the advertised endpoint with a
-45 s deadline (kubelet-plugin.md §2.2, python-ecosystem.md §2). :func:`register` does the
+45 s deadline (docs/compatibility.md#kubelet-protocol). :func:`register` does the
 handshake; :class:`DraClient` makes the calls in the negotiated version and returns
 version-neutral values from :mod:`computedomain.proto.dra`. gRPC errors are translated at this
 boundary into :class:`KubeletRpcError` (with the status code) or :class:`RegistrationError`.
@@ -24,7 +24,7 @@ import grpc.aio
 
 from computedomain.proto import dra
 
-GET_INFO_TIMEOUT: Final = 1.0  # the kubelet's timeouts (python-ecosystem.md §2.3)
+GET_INFO_TIMEOUT: Final = 1.0  # the kubelet's own timeouts for the two registration calls
 NOTIFY_TIMEOUT: Final = 5.0
 CALL_TIMEOUT: Final = 45.0
 

@@ -1,6 +1,7 @@
 """Which objects of a snapshot belong to one ComputeDomain.
 
-The links are the contract's (``shared/spec/README.md`` §1): the daemon DaemonSet is
+The links are the contract's (docs/compatibility.md#names-labels-and-finalizers): the daemon
+DaemonSet is
 ``computedomain-daemon-<uid>`` with label ``resource.nvidia.com/computeDomain=<uid>`` (its pods
 carry the label too); cliques are ``<uid>.<cliqueID>``; a channel claim belongs to the domain
 whose UID its opaque ``ComputeDomainChannelConfig`` names as ``domainID``; a workload pod is

@@ -1,6 +1,7 @@
 """The event reasons and markers the doctor recognises, and who emits them.
 
-Our components say why something waits through Warning events (spec README §2.6); the doctor
+Our components say why something waits through Warning events (docs/operations.md#events); the
+doctor
 reads them back. Names that a component module on ``main`` defines are imported from it, so a
 rename there cannot silently blind the doctor.
 
