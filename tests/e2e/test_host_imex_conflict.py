@@ -1,5 +1,6 @@
 """A host ``nvidia-imex.service`` holding the IMEX session (``NV_ERR_IN_USE``) is surfaced to
-the user (spec README §2.6): a Warning event on the daemon pod and the ComputeDomain's ``Ready``
+the user (docs/operations.md#troubleshooting): a Warning event on the daemon pod and the
+ComputeDomain's ``Ready``
 condition (reason and message) name it; once the host releases the session the domain gets
 Ready by itself.
 

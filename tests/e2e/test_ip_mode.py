@@ -1,9 +1,10 @@
-"""IP mode (daemon.md §5): with the feature gates ``IMEXDaemonsWithDNSNames=false`` and
-``ComputeDomainCliques=false`` on the controller and the kubelet plugin (an overlay of the
-simulation's manifests), the daemons register in the ComputeDomain's ``status.nodes``, wait
-until all ``numNodes`` have, and then write the daemon pods' IP addresses into ``nodes.cfg`` in
-the order of ``status.nodes``; no DNS name is written to any hosts file and no clique object is
-made. The workers run with their channel and the domain gets Ready.
+"""IP mode (docs/compatibility.md#dns-names-and-the-hosts-file): with the feature gates
+``IMEXDaemonsWithDNSNames=false`` and ``ComputeDomainCliques=false`` on the controller and the
+kubelet plugin (an overlay of the simulation's manifests), the daemons register in the
+ComputeDomain's ``status.nodes``, wait until all ``numNodes`` have, and then write the daemon pods'
+IP addresses into ``nodes.cfg`` in the order of ``status.nodes``; no DNS name is written to any
+hosts file and no clique object is made. The workers run with their channel and the domain gets
+Ready.
 
 The cluster also records RBAC use (``--rbac-usage``): status mode runs under the deployed roles
 without a denial, and uses the daemon's status-mode rules (``deployments/base/rbac-daemon.yaml``

@@ -155,8 +155,8 @@ async def _workload(cluster: kit.Cluster) -> None:
                 if names.COMPUTE_DOMAIN_LABEL in n["metadata"].get("labels", {})
             ]
             held = {n: cluster.leftovers(n) for n in cluster.nodes}
-            # Domain directories stay until the plugin's periodic cleanup (kubelet-plugin.md
-            # §Unprepare: intentionally not deleted on unprepare).
+            # Domain directories stay until the plugin's periodic cleanup: unprepare leaves
+            # them on purpose (docs/compatibility.md#daemon-claims).
             return out + [
                 f"{n} holds {h}" for n, h in held.items() if h.cdi_files or h.checkpoint_claims
             ]

@@ -1,5 +1,6 @@
-"""What ``numNodes`` means for a ComputeDomain's readiness (controller.md §4.4.3, §4.4.5), on
-the simulated cluster (one rack of four nodes), with the DNS-names default:
+"""What ``numNodes`` means for a ComputeDomain's readiness
+(docs/compatibility.md#status-aggregation), on the simulated cluster (one rack of four nodes), with
+the DNS-names default:
 
 - ``numNodes: 0`` (the default) with no node at all: Ready (the empty list is not short);
 - ``numNodes: 2`` with one node joined: NotReady, and the ``Ready`` condition says it waits for

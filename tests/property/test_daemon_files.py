@@ -1,4 +1,5 @@
-"""Per-daemon file state (daemon.md §16 F1-F6, F8, F10, F11 inverted), for every DNS-name policy.
+"""Per-daemon file state (invariants F1-F6, F8, F10, F11 of
+docs/compatibility.md#membership-invariants), for every DNS-name policy.
 
 Random membership lists and random pre-existing hosts files go through the real
 :class:`~computedomain.daemon.imexsync.DnsSync` (which writes a real file); the store-level and

@@ -1,4 +1,5 @@
-"""Membership invariants (daemon.md §16 S1-S9, F2, F5, F7, F9, P1, P3) under random interleavings.
+"""Membership invariants (S1-S9, F2, F5, F7, F9, P1, P3 of
+docs/compatibility.md#membership-invariants) under random interleavings.
 
 Several in-process daemons (the real registration loop, watches, hosts-file sync and keeper,
 each daemon with its own API client) run against the embedded API server with real

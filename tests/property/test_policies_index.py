@@ -1,4 +1,5 @@
-"""Index policies (daemon.md §16 A1-A4), for every policy in the ``computedomain`` group.
+"""Index policies (invariants A1-A4, docs/compatibility.md#membership-invariants), for every
+policy in the ``computedomain`` group.
 
 The contract every policy must keep is the part of A1-A3 that uniqueness rests on: never an
 index in use, always in ``[0, limit)``, None exactly when the space is full, and the same answer

@@ -1,4 +1,5 @@
-"""Orphan cleanup of each kind (controller.md §4.5, §4.7) and clique pruning by domain."""
+"""Orphan cleanup of each kind and clique pruning by domain
+(docs/compatibility.md#deletion-and-orphan-cleanup)."""
 
 from __future__ import annotations
 
@@ -70,7 +71,7 @@ async def test_label_added_after_deletion_is_removed(apiserver: testing.RunningS
 async def test_clique_entry_survives_only_with_a_pod_of_its_own_domain(
     apiserver: testing.RunningServer,
 ) -> None:
-    """§8 item 21: another domain's daemon on the same node does not keep a stale entry."""
+    """Another domain's daemon on the same node does not keep a stale entry (hazard H4)."""
     async with bench(apiserver) as b:
         await b.start()
         one = await b.create_domain("one")

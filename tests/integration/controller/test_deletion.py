@@ -1,4 +1,5 @@
-"""Deletion (controller.md §4.6): in order, idempotent, never stuck when a piece is missing.
+"""Deletion (docs/compatibility.md#deletion-and-orphan-cleanup): in order, idempotent, never stuck
+when a piece is missing.
 
 Pieces are removed with the controller stopped, so each case starts its deletion with exactly
 that piece missing; the controller then starts (a restart, too) and must finish the job.
@@ -125,7 +126,7 @@ async def test_deletion_waits_for_a_foreign_finalizer_and_says_so(
 
 
 async def test_template_deleted_by_hand_is_recreated(apiserver: testing.RunningServer) -> None:
-    """§8 item 15: a user deleting the workload template while the domain lives."""
+    """A user deletes the workload template while the domain lives: it is re-created."""
     async with bench(apiserver) as b:
         await b.start()
         await _ready_domain(b)

@@ -1,5 +1,6 @@
 """ADDITIONAL_NAMESPACES: DaemonSets of an earlier install keep serving, and one status
-aggregator sees daemons in every managed namespace (controller.md §1.5, §8 items 8 and 13)."""
+aggregator sees daemons in every managed namespace (upstream's aggregators, one per namespace,
+overwrote each other)."""
 
 from __future__ import annotations
 

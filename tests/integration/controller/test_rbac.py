@@ -1,7 +1,7 @@
 """The controller under exactly the RBAC it needs, on a server that enforces RBAC.
 
 :data:`CLUSTER_RULES` and :data:`NAMESPACE_RULES` are the permissions the controller uses
-(controller.md §1.6, plus events for the recorder; pods need only list/watch, the live read is a
+(upstream's, plus events for the recorder; pods need only list/watch, the live read is a
 LIST). A domain's whole life, a clique prune, leader election and events run with a
 ServiceAccount token bound to these rules and nothing else; no request may be refused.
 """

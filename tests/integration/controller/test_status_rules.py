@@ -1,4 +1,5 @@
-"""Every status rule of controller.md §4.4, as a table, against the embedded API server.
+"""Every status rule (docs/compatibility.md#status-aggregation), as a table, against the embedded
+API server.
 
 For each mode (clique mode: daemons write cliques; status mode: daemons write
 ``status.nodes``) one controller runs and every case is a domain of its own: the tester writes

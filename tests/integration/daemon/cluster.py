@@ -2,7 +2,7 @@
 
 The daemon tests create the daemon pods themselves (as the DaemonSet controller would), set
 their IP and Ready condition (as the kubelet would) and remove entries of nodes that have no
-daemon pod any more (the controller's clique cleanup, daemon.md §11). Every write goes over
+daemon pod any more (the controller's clique cleanup). Every write goes over
 HTTP to the embedded API server with the real client; the cleanup is a compare-and-swap.
 """
 

@@ -1,4 +1,4 @@
-"""Legacy IP mode (daemon.md §5, §16 P2): nodes.cfg of IPs once numNodes daemons are listed,
+"""Legacy IP mode (invariant P2): nodes.cfg of IPs once numNodes daemons are listed,
 and one restart of nvidia-imex per change of that file."""
 
 from __future__ import annotations

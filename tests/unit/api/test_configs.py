@@ -1,4 +1,4 @@
-"""Strict decoding of the opaque claim configs (kubelet-plugin.md §3.2)."""
+"""Strict decoding of the opaque claim configs (docs/compatibility.md#opaque-configs)."""
 
 from __future__ import annotations
 

@@ -51,7 +51,7 @@ def test_wire_names_and_omissions_match_upstream() -> None:
         "status": "Ready",
         "nodes": [{"name": "n1", "ipAddress": "10.0.0.1", "cliqueID": "", "index": 0}],
     }
-    # Clearing nodes drops the key rather than sending [] (controller.md §6.4).
+    # Clearing nodes drops the key rather than sending [] (docs/compatibility.md#computedomain).
     assert convert.to_wire(attrs.evolve(status, nodes=())) == {"status": "Ready"}
 
 

@@ -1,4 +1,5 @@
-"""Status aggregation rules of controller.md §4.4, as tables (clique mode and status mode)."""
+"""Status aggregation rules (docs/compatibility.md#status-aggregation), as tables (clique mode and
+status mode)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Teardown planning (controller.md §4.6-§4.7): order, idempotence, nothing ever stuck."""
+"""Teardown planning (docs/compatibility.md#deletion-and-orphan-cleanup): order, idempotence,
+nothing ever stuck."""
 
 from __future__ import annotations
 
@@ -129,7 +130,7 @@ def test_each_missing_piece_is_skipped(missing: str) -> None:
 
 
 def test_daemon_template_is_deleted_when_the_daemon_set_is_gone() -> None:
-    """§8 item 14: upstream never deleted it and the domain stayed Terminating."""
+    """Upstream never deleted it when the DaemonSet was gone, and the domain stayed Terminating."""
     objs = _objects(terminating=False)
     only = {"daemon_template": objs["daemon_template"]}
     actions = planning.plan(_snap(only))
@@ -138,7 +139,7 @@ def test_daemon_template_is_deleted_when_the_daemon_set_is_gone() -> None:
 
 
 def test_hand_deleted_template_is_finished_not_deleted_again() -> None:
-    """§8 item 15: a template a user deleted is terminating with our finalizer."""
+    """A template a user deleted is terminating with our finalizer: it is let go."""
     objs = _objects(terminating=False)
     objs["workload_template"] = b.stored(objs["workload_template"], deleting=True, finalizers=FIN)
     actions = planning.plan(_snap(objs))

@@ -1,4 +1,5 @@
-"""The rendered objects, field for field against the contract (controller.md §3.2-§3.4)."""
+"""The rendered objects, field for field against the contract
+(docs/compatibility.md#objects-the-controller-renders)."""
 
 from __future__ import annotations
 
