@@ -4,8 +4,7 @@ write and watch.
 
 Every component spends a good part of its CPU here: each watch event is decoded by every
 watcher, and the embedded API server decodes, validates and re-encodes each object it stores.
-orjson does the common case several times faster than the standard library (a 5 KB clique
-event: decoded in 18 instead of 47 us, encoded in 4 instead of 62 us, on this machine).
+orjson does the common case several times faster than the standard library.
 
 The values are the standard library's, with the differences kube-apiserver has too: an integer
 beyond 64 bits decodes as a float (Go's decoder for custom resources does the same), and

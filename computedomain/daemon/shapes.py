@@ -133,8 +133,8 @@ def _insert_patch(
     Each item's name and index is tested in place, the entry is appended, and its position is
     tested to be right after them (no one appended meanwhile): so the index chosen is still
     free and the name still absent, which is all the compare-and-swap of the whole object
-    guaranteed. A peer's status change or new IP does not touch these fields, so it no longer
-    makes a join fail. Any other change fails a test (422) and the join is planned again.
+    guaranteed. A peer's status change or new IP does not touch these fields, so it does not
+    make a join fail. Any other change fails a test (422) and the join is planned again.
     """
     if planned.change is not Change.INSERTED or planned.entry is None:
         return None

@@ -9,8 +9,8 @@ the claim's ``status.reservedFor`` (the pods the kubelet is starting), where
 How often: the first report of a wait is posted at once, then at most one per claim every
 ``REPEAT_AFTER`` seconds, carrying the message current at that time. A forming domain moves a
 waiting claim through several states in a few seconds (no daemon pod yet, pending, running,
-registered, ready); each was an Event of its own, four or more per waiting pod (the driver's
-largest source of requests at scale), while the user needs the latest state, which the next
+registered, ready); an Event for each would make four or more per waiting pod, the driver's
+largest source of requests at scale, while the user needs only the latest state, which the next
 attempt after the window posts. A wait that turns into another kind of problem (event reason
 ``PrepareRetrying``: a device still held, a lock, a file) is posted at once. The EventRecorder
 folds repeats of one message into one Event and cuts floods. Also the Warning on the Node when
