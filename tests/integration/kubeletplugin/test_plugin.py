@@ -269,7 +269,7 @@ async def test_stale_prepare_after_unprepare_does_not_resurrect(
         await eventually(world.node_label, what="the node label")
         assert (await other.unprepare([ref(channel)]))[uid] == ""
         assert await world.node_label() is None
-        await world.daemon_ready(cd)  # what used to let the stale retry succeed (#1162)
+        await world.daemon_ready(cd)  # what let upstream's stale retry succeed (#1162)
         result = (await asyncio.wait_for(stale, 10))[uid]
     assert "unprepared while this prepare request was waiting" in result.error
     assert await world.node_label() is None
