@@ -6,28 +6,15 @@ Callers: :mod:`computedomain_sim.apiserver.schema_cel` compiles CRD rules throug
 Below this module is ``cel-expr-python`` (Google's cel-cpp runtime), with its strings and optional
 extensions, which Kubernetes' CEL environment also enables.
 
-Why this engine. kube-apiserver runs cel-go; we need the same answers from Python. The three
-candidates, measured with ``python bench/cel_engines.py 5000`` (one JSON document; the two engines
-that are not dependencies were installed into a scratch venv; 2-core machine, µs per evaluation of
-a compiled program, best of three runs, activation built from plain dicts):
-
-=====================================  ==========  ===========  ================  ============
-engine (version)                        core cases  strings ext  ``self==oldSelf``  DeviceClass
-                                        (of 29)     (of 4)       on a CD spec       selector
-=====================================  ==========  ===========  ================  ============
-cel-expr-python 0.1.3 (cel-cpp)         29          4            9.7                8.0
-common-expression-language 0.10.0      28          0            26.4               17.8
-  (module ``cel``, Rust) + cel.stdlib  28          4            49.8               40.9
-cel-python 0.5.0 (``celpy``)           29          0            273.6              799.4
-=====================================  ==========  ===========  ================  ============
-
-``cel`` fails ``size()`` of a non-ASCII string (it counts UTF-8 bytes, CEL counts code points),
-only parses at compile time (an undeclared variable or function in a CRD rule would be accepted
-where kube-apiserver rejects the CRD), and has cel-go's strings extension only as Python callbacks
-(``cel.stdlib``, twice as slow). ``celpy`` is correct on the core cases but 28-100x slower and has
-no strings extension. cel-expr-python type-checks at compile time the way cel-go does (``1 == 1.0``
-is "found no matching overload", undeclared references are compile errors with a position), counts
-code points, rejects look-around regexes (RE2, as Kubernetes), ships the strings and optional
+Why this engine. kube-apiserver runs cel-go; we need the same answers from Python.
+``bench/cel_engines.py`` compares the candidates on correctness and speed. ``cel``
+(common-expression-language, Rust) counts ``size()`` of a string in UTF-8 bytes where CEL counts
+code points, only parses at compile time (an undeclared variable or function in a CRD rule would
+be accepted where kube-apiserver rejects the CRD), and has cel-go's strings extension only as
+slower Python callbacks. ``celpy`` (cel-python) is correct on the core cases but much slower and
+has no strings extension. cel-expr-python type-checks at compile time the way cel-go does (``1 ==
+1.0`` is "found no matching overload", undeclared references are compile errors with a position),
+counts code points, rejects look-around regexes (RE2, as Kubernetes), ships the strings and optional
 extensions natively, and was the fastest on every case. So it is the engine.
 
 Errors are reworded the way cel-go words them (``no such key: x``, ``no such overload``), because

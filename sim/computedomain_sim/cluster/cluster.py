@@ -106,9 +106,9 @@ def image_for(imex_path: str | None, trusted_ca: Path | None = None) -> Image:
 
     Its trust store (``SSL_CERT_FILE``) holds only ``trusted_ca``, the cluster's CA (empty
     without one): the only TLS peer in the simulation is the API server, and every component
-    names that CA itself anyway. The host's bundle would cost each Python program that imports
-    aiohttp 40-55 ms of CPU (its import builds two default contexts and each parses the ~140
-    certificates), and a forming domain starts one such program per node at once.
+    names that CA itself anyway. The host's bundle would be parsed by each Python program that
+    imports aiohttp (its import builds two default contexts), and a forming domain starts one
+    such program per node at once.
     """
     bin_dir = Path(sys.executable).parent
     launchers = LAUNCHERS if (LAUNCHERS / PROGRAMS[0]).is_file() else None

@@ -59,8 +59,8 @@ def candidate_nodes(ds: Obj, nodes: Sequence[Obj], pods: Sequence[Obj]) -> list[
 
     Any other node neither fits (a node the selector rejects never does) nor has a pod to
     delete or count, so leaving it out changes no decision and no status number; it saves the
-    full fit check of every node on every sync (at 72 hollow nodes and a DaemonSet per domain
-    that was most of the controller's CPU).
+    full fit check of every node on every sync, which with a DaemonSet per domain would
+    dominate the controller's work.
     """
     selector = node_selector(ds)
     if not selector:
@@ -99,8 +99,7 @@ def label_pairs(node: Obj) -> list[str]:
 
 class PodNames(Mapping[str, str]):
     """Node name -> the name of a new pod there (``base`` plus a random suffix), made only for
-    the nodes a pod is created on (a name for every node on every sync was a tenth of the
-    controller's CPU at 72 hollow nodes)."""
+    the nodes a pod is created on, not for every node on every sync."""
 
     def __init__(self, base: str) -> None:
         self.base = base
@@ -146,8 +145,8 @@ class DaemonSetController(ControlPlaneController):
     def _probe(self, ds: Obj) -> Obj:
         """``ds``'s pod without a node (:func:`.daemonset.should_run`'s probe), made once per
         generation of the DaemonSet (what it uses beside the spec cannot change: name,
-        namespace, UID): a deep copy of its template per sync and per node event was most of
-        this controller's CPU at 1,152 hollow nodes, and a status write is a new version."""
+        namespace, UID): a deep copy of its template per sync and per node event would be most
+        of this controller's work at scale, and a status write is a new version."""
         meta = ds["metadata"]
         uid, version = str(meta.get("uid", "")), meta.get("generation")
         cached = self._probes.get(uid)

@@ -13,8 +13,8 @@ owner is adopted instead of making a second one (a lost status write). A claim w
 its allocation is cleared and the scheduler's finalizer removed. As in kube-controller-manager,
 that happens on the way from used to unused, or once the claim is being deleted: never to a
 live claim that nobody has reserved yet, such as one the scheduler has just put its finalizer on
-and is about to allocate (taking it off then made the scheduler's status write and ours
-conflict, about one claim in six while a domain formed).
+and is about to allocate (taking it off then would make the scheduler's status write and ours
+conflict).
 """
 
 from __future__ import annotations

@@ -3,10 +3,9 @@
 A real daemon or kubelet plugin loads the registry (:func:`computedomain.policies.registry.load`:
 the built-ins and every plugin of the ``computedomain`` entry-point group) once, at start. The
 hollow process stands in for hundreds of them, so loading it per hollow daemon and per hollow
-plugin (about 30 ms each, mostly scanning entry points) cost the 288-node benchmark seconds of
-CPU. One process sees the same installed plugins and environment whichever node asks, and the
-registry builds each selected policy once and reuses it, as within one real process. Used by
-:mod:`.daemon` and :mod:`.plugin`.
+plugin (mostly scanning entry points) would be paid hundreds of times over. One process sees the
+same installed plugins and environment whichever node asks, and the registry builds each selected
+policy once and reuses it, as within one real process. Used by :mod:`.daemon` and :mod:`.plugin`.
 """
 
 from __future__ import annotations

@@ -3,14 +3,14 @@
 ``-q`` asks the local stand-in daemon, at ``IMEX_CMD_BIND_INTERFACE_IP:IMEX_CMD_PORT`` from the
 config, whether it is ready. It prints ``READY`` and exits 0 once the daemon serves its command
 port; otherwise it prints why not and exits 1 (what ``cd-imex-daemon check`` relies on,
-daemon.md §1.1).
+docs/compatibility.md#subcommands-and-exit-codes).
 
 It runs as a fresh process for every readiness probe of every simulated daemon (once a second
 while a domain forms), so its start-up is its cost. It is therefore a self-contained script that
 imports nothing but ``sys`` and, to ask the daemon, ``_socket``: the wrapper (:mod:`.wrappers`)
-runs this file with ``-I -S`` (no ``site``, no virtual environment, no package), which takes a
-fifth of the CPU of importing the package, and ``_socket`` is the C module under ``socket``,
-whose Python layer (``enum``, ``selectors``, ``os``) would double what is left. Like the real
+runs this file with ``-I -S`` (no ``site``, no virtual environment, no package), far cheaper than
+importing the package, and ``_socket`` is the C module under ``socket``, without the Python
+layer (``enum``, ``selectors``, ``os``) that would cost as much again. Like the real
 tool it reads the config file itself (``KEY=VALUE`` lines, ``#`` comments), independently of the
 daemon's reader (:func:`computedomain.daemon.imexconfig.parse`); a test keeps the two in
 agreement.

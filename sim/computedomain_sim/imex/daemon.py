@@ -23,8 +23,8 @@ Behaves like the real daemon where cd-imex-daemon depends on it:
 
 Every simulated daemon starts one, so its start-up is most of its cost, and it is written
 against :mod:`selectors` rather than asyncio: importing asyncio (with ``ssl``,
-``concurrent.futures`` and ``subprocess`` behind it) was half of the ~90 ms of CPU the
-asyncio version spent before it served anything. :class:`Loop` is the little event loop it
+``concurrent.futures`` and ``subprocess`` behind it) would be most of what it spends before it
+serves anything. :class:`Loop` is the little event loop it
 needs: sockets with callbacks, timers, and signals through ``signal.set_wakeup_fd``. The
 config is read with the ``nvidia-imex-ctl`` stand-in's reader (standard library only; a test
 keeps it in agreement with the daemon's).

@@ -34,7 +34,7 @@ __all__ = [
 ]
 
 # libyaml's safe loader where PyYAML has it: a container start reads every spec of its node, and
-# the pure-Python loader was a twentieth of the simulation's CPU while a 2x18 domain formed.
+# the pure-Python loader is several times slower.
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _QUALIFIED = re.compile(
     r"^(?P<vendor>[A-Za-z][A-Za-z0-9_.-]*)/(?P<class>[A-Za-z][A-Za-z0-9_.-]*)="

@@ -5,10 +5,10 @@ cores, where each real node has its own, and startup probes are the one load tha
 both the number of nodes and the time they take to come up: each daemon pod runs its startup
 probe (a fresh ``cd-imex-daemon check`` process) every second until its daemon is ready, and
 all but the last of those runs fail. At the containers' priority the startup probes of a
-forming 2x18 domain took a third of the machine and slowed the very daemons they were waiting
-for. So a startup probe runs at nice :data:`STARTUP_PROBE_NICE`: it gets the CPU the
-containers leave, and on a machine with CPU to spare it runs as before (``bench/e2e.py --sizes
-2x18``, two runs each: 22.7 s to Ready at nice 10, 20.0-21.3 s at nice 19). A starved startup
+forming domain would take a large share of the machine and slow the very daemons they wait for.
+So a startup probe runs at nice :data:`STARTUP_PROBE_NICE`: it gets the CPU the containers
+leave, and on a machine with CPU to spare it runs as before (``bench/e2e.py`` shows the effect
+on the time to Ready). A starved startup
 probe that runs past its timeout counts as one more failure of the 1,200 the daemon's allows.
 Liveness and readiness probes run at the containers' priority, as a kubelet runs them in the
 container's cgroup: their failures restart a container or take a pod out of service, and a

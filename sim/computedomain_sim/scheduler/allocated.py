@@ -1,11 +1,11 @@
 """The devices the scheduler's cached claims hold, kept current from change notices.
 
 Every scheduling decision needs the devices all other claims hold. Deriving them from every
-cached claim per decision made scheduling quadratic in the claims: at 1,152 hollow nodes a
-decision walked 2,304 claims, and even with each claim's devices remembered per resourceVersion
-the walk itself (listing the mutation cache, a key and a version per claim) was 8 % of the
-hollow process at 576 nodes (py-spy of ``bench/scale.py``). So :class:`AllocatedDevices` is told
-which claims changed, and derives the devices of those claims only, the next time it is asked:
+cached claim per decision would make scheduling quadratic in the claims, and even with each
+claim's devices remembered per resourceVersion the walk itself (listing the mutation cache, a key
+and a version per claim) shows at scale (``bench/scale.py``). So :class:`AllocatedDevices` is
+told which claims changed, and derives the devices of those claims only, the next time it is
+asked:
 
 - it is a handler of the claims informer, registered after the mutation cache, so that a
   changed claim is read back as the cache now answers for it;

@@ -178,8 +178,8 @@ async def test_overlapping_bindings_never_give_a_device_twice() -> None:
 
 async def test_a_pod_bound_but_not_yet_seen_bound_is_not_bound_again() -> None:
     """A claim's change can requeue a pod after its binding and before the watch shows the pod
-    bound: that pod is assumed, and a second sync leaves it alone (it used to get a second
-    binding, refused with 409)."""
+    bound: that pod is assumed, and a second sync leaves it alone (a second binding would be
+    refused with 409)."""
     async with EmbeddedApiServer() as server:
         api = await connect(ClientConfig(url=server.url, token=server.admin_token, qps=0))
         try:

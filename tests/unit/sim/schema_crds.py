@@ -1,4 +1,5 @@
-"""The ComputeDomain and ComputeDomainClique ``openAPIV3Schema``s (controller.md §6) as test data.
+"""The ComputeDomain and ComputeDomainClique ``openAPIV3Schema``s
+(docs/compatibility.md#api-objects) as test data.
 
 Written from the specification for the schema engine's tests; the project's real CRDs live in
 ``deployments/`` and are tested as well once present (see ``test_schema_computedomain.py``).

@@ -136,7 +136,7 @@ def test_compiled_programs_are_cached() -> None:
 
 
 DRIVER = "compute-domain.nvidia.com"
-# DeviceClass selectors, deployment.md §7 and controller.md §3.5.
+# DeviceClass selectors (docs/compatibility.md#devices-and-resourceslices).
 DAEMON_CLASS = (
     "device.driver == 'compute-domain.nvidia.com' && "
     "device.attributes['compute-domain.nvidia.com'].type == 'daemon'"
