@@ -28,6 +28,9 @@ SECTION_SIGN = "\u00a7"
 OUTSIDE = ("shared/spec", "/work/shared")
 MD_REFERENCE = re.compile(r"(?<![\w/.-])((?:\.\./)*(?:[\w-]+/)*[\w.-]*\w\.md)(?:#([\w-]+))?\b")
 MD_LINK = re.compile(r"\]\(([^)\s]*)\)")
+LABELLED = re.compile(
+    r"\b(?:invariants?|hazards?) +((?:[HSAFP]\d{1,2}(?:-[HSAFP]?\d{1,2})?(?:, *| and )?)+)"
+)
 
 
 def _files() -> Iterator[Path]:
@@ -169,6 +172,31 @@ def test_markdown_references_resolve() -> None:
     assert not broken, "\n".join(broken)
 
 
+def test_named_invariants_and_hazards_are_defined() -> None:
+    """``invariant S7``, ``invariants F1-F6``, ``hazard H2``: each label is defined (as
+    ``**S7**``) in docs/compatibility.md, where the code's readers find it."""
+    contract = (REPO / "docs" / "compatibility.md").read_text(encoding="utf-8")
+    defined = set(re.findall(r"\*\*([HSAFP]\d{1,2})\*\*", contract))
+    missing = []
+    for path, text in FILES:
+        for match in LABELLED.finditer(text):
+            for label in _labels(match.group(1)):
+                if label not in defined:
+                    missing.append(f"{_where(path, text, match.start())}: {label}")
+    assert not missing, "\n".join(missing)
+
+
+def _labels(listing: str) -> list[str]:
+    """``F1-F6, F8`` -> F1, F2, ..., F6, F8."""
+    labels = []
+    for first, letter, last in re.findall(r"([HSAFP]\d{1,2})(?:-([HSAFP])?(\d{1,2}))?", listing):
+        labels.append(first)
+        if last:
+            kind = letter or first[0]
+            labels.extend(f"{kind}{n}" for n in range(int(first[1:]) + 1, int(last) + 1))
+    return labels
+
+
 def test_markdown_links_resolve() -> None:
     broken = []
     for path, text in FILES:
@@ -201,6 +229,10 @@ def test_markdown_links_resolve() -> None:
 )
 def test_slug_follows_github(heading: str, anchor: str) -> None:
     assert slug(heading) == anchor
+
+
+def test_labels_expand_ranges() -> None:
+    assert _labels("F1-F3, F8 and H2") == ["F1", "F2", "F3", "F8", "H2"]
 
 
 def test_repeated_headings_get_numbered_anchors() -> None:
