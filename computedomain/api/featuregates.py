@@ -1,11 +1,12 @@
 """Feature gates: upstream's names, defaults, ``FEATURE_GATES`` syntax and dependency rules.
 
 Every program resolves its gates once, at start, into a frozen :class:`Features` value and
-passes it down; nothing reads a global. Parsing follows Kubernetes component-base (controller.md
-§1.2): ``Name=bool`` items separated by commas, surrounding whitespace trimmed, empty items
-skipped (so Helm's trailing comma is fine), booleans as Go's ``strconv.ParseBool`` accepts them,
-unknown names rejected. ``AllAlpha``/``AllBeta`` switch every alpha/beta gate that is not set
-explicitly. The controller hands its full gate map to the daemons, sorted, as ``Name=bool,``.
+passes it down; nothing reads a global. Parsing follows Kubernetes component-base
+(docs/compatibility.md#flags-environment-and-feature-gates): ``Name=bool`` items separated by
+commas, surrounding whitespace trimmed, empty items skipped (so Helm's trailing comma is fine),
+booleans as Go's ``strconv.ParseBool`` accepts them, unknown names rejected.
+``AllAlpha``/``AllBeta`` switch every alpha/beta gate that is not set explicitly. The controller
+hands its full gate map to the daemons, sorted, as ``Name=bool,``.
 """
 
 from __future__ import annotations

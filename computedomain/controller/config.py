@@ -1,6 +1,6 @@
 """cd-controller's settings: flags with their environment twins, and the config they resolve to.
 
-Upstream's names and defaults (controller.md §1.1) come first in :data:`OPTIONS`; ours follow,
+Upstream's names and defaults (docs/configuration.md) come first in :data:`OPTIONS`; ours follow,
 each documented in its help text. Every flag has an environment twin
 (:mod:`computedomain.runtime.flags`), and the configuration reference is generated from
 :data:`OPTIONS`. :func:`resolve` checks the parsed values and builds one frozen
@@ -72,14 +72,14 @@ class ControllerConfig:
 
     @property
     def managed_namespaces(self) -> tuple[str, ...]:
-        """The driver namespace first, then each additional one once (controller.md §1.5)."""
+        """The driver namespace first, then each additional one once."""
         return settingvalues.unique((self.daemon.namespace, *self.additional_namespaces))
 
 
 PROG: Final = "cd-controller"
 
 OPTIONS: Final = (
-    # -- upstream's (controller.md §1.1) -----------------------------------------------------
+    # -- upstream's ------------------------------------------------------------------------
     Option("--pod-name", "POD_NAME", required=True, help="this pod's name (leader identity)"),
     Option("--namespace", "NAMESPACE", default="default", help="the driver namespace"),
     Option("--image-name", "IMAGE_NAME", required=True, help="image of the daemon DaemonSet"),

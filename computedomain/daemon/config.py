@@ -1,7 +1,7 @@
 """cd-imex-daemon's settings: flags with their environment twins, and the config they resolve to.
 
-:data:`OPTIONS` are upstream's flags and environment variables (daemon.md §1) plus our paths,
-read by :mod:`computedomain.runtime.flags` with the sub-commands ``run`` and ``check``.
+:data:`OPTIONS` are upstream's flags and environment variables (docs/configuration.md) plus our
+paths, read by :mod:`computedomain.runtime.flags` with the sub-commands ``run`` and ``check``.
 :func:`resolve` checks them and builds one frozen :class:`DaemonConfig`: both commands check
 the clique ID, the reload interval and the feature gates; ``run`` also checks what it needs to
 start (:meth:`DaemonConfig.validate_run`), and :func:`load_policies` that its policies exist.
@@ -30,7 +30,7 @@ PROG: Final = "cd-imex-daemon"
 RUN: Final = "run"
 CHECK: Final = "check"
 
-# Upstream's message when COMPUTE_DOMAIN_UUID is missing (daemon.md §2 step 1).
+# Upstream's message when COMPUTE_DOMAIN_UUID is missing (docs/compatibility.md#daemon-environment).
 CDI_MISSING = "CDI container edits did not apply -- is CDI enabled in your container runtime?"
 
 OPTIONS: Final = (

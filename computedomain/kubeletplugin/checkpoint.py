@@ -1,7 +1,7 @@
 """The plugin's checkpoint: which claims this node has prepared, in what state (pure part).
 
-Upstream keeps the same facts in ``checkpoint.json`` (kubelet-plugin.md §5.2) in a format whose
-checksum depends on Go's JSON encoder. Ours is our own, documented here, in its own file
+Upstream keeps the same facts in ``checkpoint.json`` (docs/compatibility.md#checkpoint) in a format
+whose checksum depends on Go's JSON encoder. Ours is our own, documented here, in its own file
 (``computedomain-checkpoint.json`` beside upstream's), so a node switching implementations never
 makes either side read the other's format by accident (see
 :mod:`computedomain.kubeletplugin.upstreamcheckpoint` for the one-way import)::

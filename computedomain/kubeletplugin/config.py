@@ -1,6 +1,6 @@
 """cd-kubelet-plugin's configuration: flags, their environment twins, and the frozen Config.
 
-Every upstream flag keeps its name, environment variable and default (kubelet-plugin.md §1.1);
+Every upstream flag keeps its name, environment variable and default (docs/configuration.md);
 every path is overridable, so the simulation can run many nodes on one machine, and every
 default is the production path. Additions (ours): ``--nvml-backend``/``NVML_BACKEND``,
 ``--fake-nvml-profile``/``FAKE_NVML_PROFILE``, ``--fake-nvml-clique``/``FAKE_NVML_CLIQUE``,

@@ -1,4 +1,5 @@
-"""FEATURE_GATES parsing, validation and rendering (controller.md §1.2)."""
+"""FEATURE_GATES parsing, validation and rendering
+(docs/compatibility.md#flags-environment-and-feature-gates)."""
 
 from __future__ import annotations
 
