@@ -1,4 +1,5 @@
-"""Clique ID discovery: which NVLink clique this node's GPUs belong to (kubelet-plugin.md §3.3).
+"""Clique ID discovery: which NVLink clique this node's GPUs belong to
+(docs/compatibility.md#clique-id-discovery).
 
 The clique ID is ``<cluster UUID>.<clique id>`` when every GPU with multi-node NVLink agrees on
 it, and ``""`` on a node without fabric ("no-clique mode"). Two modes, chosen by the feature gate

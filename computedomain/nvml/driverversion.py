@@ -1,9 +1,10 @@
 """The driver-version precondition of the ``IMEXDaemonsWithDNSNames`` feature gate.
 
 Upstream refuses to start with the gate on and a driver older than 570.158.01, the first driver
-whose IMEX resolves DNS names in its nodes file (kubelet-plugin.md §1.2). The comparison is a
-generic dotted one: numeric components compared in order, missing components count as zero,
-leading zeros do not matter (``570.158.01`` equals ``570.158.1``). Pure functions.
+whose IMEX resolves DNS names in its nodes file (docs/compatibility.md#clique-id-discovery). The
+comparison is a generic dotted one: numeric components compared in order, missing components
+count as zero, leading zeros do not matter (``570.158.01`` equals ``570.158.1``). Pure
+functions.
 """
 
 from __future__ import annotations

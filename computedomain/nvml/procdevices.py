@@ -2,9 +2,10 @@
 
 IMEX channel device nodes take their major from the ``nvidia-caps-imex-channels`` line of
 ``/proc/devices``; the daemon's fabric-management node takes its major from ``nvidia-caps`` and
-its minor and mode from ``/proc/driver/nvidia/capabilities/fabric-imex-mgmt`` (kubelet-plugin.md
-§1.3, §4.3). In tests and the simulation both files live elsewhere (``ALT_PROC_DEVICES_PATH``,
-the container driver root). Parsing is pure; ``read_*`` read one file.
+its minor and mode from ``/proc/driver/nvidia/capabilities/fabric-imex-mgmt``
+(docs/compatibility.md#daemon-claims, #channel-claims). In tests and the simulation both files live
+elsewhere (``ALT_PROC_DEVICES_PATH``, the container driver root). Parsing is pure; ``read_*`` read
+one file.
 """
 
 from __future__ import annotations

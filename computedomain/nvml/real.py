@@ -4,9 +4,9 @@ Each call initialises NVML with ``INIT_FLAG_NO_GPUS`` (so a node whose GPUs are 
 still answers), queries, and shuts NVML down again. Fabric info is read with the versioned call
 ``nvmlDeviceGetGpuFabricInfoV`` and the v3 struct, falling back to the v2 struct when the driver
 answers ``ARGUMENT_VERSION_MISMATCH`` and to the legacy unversioned call when the versioned one
-does not exist; every struct is passed with ``byref`` (python-ecosystem.md §5). The library is
-loaded from the container driver root when found there, as upstream does (kubelet-plugin.md
-§1.3); otherwise pynvml's default loader searches the usual places. pynvml errors are
+does not exist; every struct is passed with ``byref``. The library is loaded from the
+container driver root when found there, as upstream does; otherwise pynvml's default loader
+searches the usual places. pynvml errors are
 translated into :class:`~computedomain.nvml.types.NvmlError` here, at the boundary.
 """
 

@@ -15,7 +15,7 @@ from typing import Final
 
 import attrs
 
-# nvmlReturn_t values the plugin reasons about (python-ecosystem.md §5).
+# nvmlReturn_t values the plugin reasons about.
 NVML_SUCCESS: Final = 0
 NVML_ERROR_UNINITIALIZED: Final = 1
 NVML_ERROR_NOT_SUPPORTED: Final = 3

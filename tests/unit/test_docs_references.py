@@ -64,12 +64,6 @@ PENDING = frozenset(
         "bench/controller.py",
         "computedomain/controller/deletion.py",
         "computedomain/controller/metrics.py",
-        "computedomain/nvml/clique.py",
-        "computedomain/nvml/driverversion.py",
-        "computedomain/nvml/procdevices.py",
-        "computedomain/nvml/real.py",
-        "computedomain/nvml/types.py",
-        "tests/unit/nvml/test_real.py",
     }
 )
 FILES = [
