@@ -1,22 +1,22 @@
 """Teardown plans: a domain being deleted, and the remains of a domain that is gone.
 
-Upstream's order (controller.md §4.6): delete the workload template, the daemon template and the
-DaemonSet; strip the domain's node labels (so no new daemon is scheduled; workloads are not
-waited for; here as soon as the cache shows a label, and always on the last pass, from a live
-list); remove each object's finalizer once it is terminating; only when all of them have
-left the cache, remove the domain's finalizer. Every step is idempotent and the plan is
+Upstream's order (docs/compatibility.md#deletion-and-orphan-cleanup): delete the workload template,
+the daemon template and the DaemonSet; strip the domain's node labels (so no new daemon is
+scheduled; workloads are not waited for; here as soon as the cache shows a label, and always on the
+last pass, from a live list); remove each object's finalizer once it is terminating; only when all
+of them have left the cache, remove the domain's finalizer. Every step is idempotent and the plan is
 recomputed from the cache on every pass, so a restart in the middle resumes where it stopped.
 
-Fixed here: the daemon template is deleted even when the DaemonSet is already gone (§8 item 14);
-an object a user deleted by hand is simply finished (§8 item 15); a finalizer is removed in the
-same pass as the delete that made the object terminate (apply reads the delete's response), so
-the usual teardown takes one pass of writes and one pass to confirm. The second pass is queued
-by the deletion events of the objects (the informers), not by a retry timer. When the domain
-has been terminating longer than cache lag explains (someone else's finalizer, say), a Normal
-event names what is still there.
+Fixed here (docs/compatibility.md#deletion-never-sticks): the daemon template is deleted even
+when the DaemonSet is already gone; an object a user deleted by hand is simply finished; a
+finalizer is removed in the same pass as the delete that made the object terminate (apply reads
+the delete's response), so the usual teardown takes one pass of writes and one pass to confirm.
+The second pass is queued by the deletion events of the objects (the informers), not by a retry
+timer. When the domain has been terminating longer than cache lag explains (someone else's
+finalizer, say), a Normal event names what is still there.
 
 The same teardown, without a domain finalizer, cleans up after a domain that is absent from a
-synced cache (orphans, §4.7). Pure; called by :mod:`~computedomain.controller.planning`.
+synced cache (orphans). Pure; called by :mod:`~computedomain.controller.planning`.
 """
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ def terminating_for(domain: ComputeDomain, now: datetime) -> float:
 
 
 def plan_deletion(snapshot: Snapshot, domain: ComputeDomain) -> tuple[Action, ...]:
-    """The deletion pass of a domain with a deletionTimestamp (§4.6, fixed). Pure."""
+    """The deletion pass of a domain with a deletionTimestamp (upstream's order, fixed). Pure."""
     actions, deleting = teardown(snapshot, last_pass=False)
     owned = snapshot.owned
     if deleting:
@@ -120,7 +120,7 @@ def plan_deletion(snapshot: Snapshot, domain: ComputeDomain) -> tuple[Action, ..
 
 
 def plan_orphans(snapshot: Snapshot) -> tuple[Action, ...]:
-    """Clean up after a UID with no domain in the synced cache (§4.7). Pure.
+    """Clean up after a UID with no domain in the synced cache. Pure.
 
     When there is something to tear down and no live read has confirmed the domain gone yet,
     the plan is that read (:class:`ConfirmGone`). Cliques and daemon pods are left to garbage

@@ -1,6 +1,7 @@
 """The controller's Prometheus metrics, on a registry the caller supplies.
 
-- ``nvidia_dra_compute_domain_info{status}``: upstream's gauge (controller.md §7), the number of
+- ``nvidia_dra_compute_domain_info{status}``: upstream's gauge (docs/compatibility.md#metrics), the
+number of
   domains per global status as last *written* by this controller. The bookkeeping (a map from
   domain UID to its last status) is guarded by a lock: upstream's unguarded map could crash
   under concurrent writes (fixed upstream in PR #1440). A domain is counted after a successful
