@@ -37,11 +37,11 @@ PROJECT = "computedomain"
 hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
 
-P = TypeVar("P")
+_P = TypeVar("_P")
 
 
 @attrs.frozen
-class Deferred(Generic[P]):
+class Deferred(Generic[_P]):
     """A policy named ``name`` that ``build()`` makes when, and only when, it is selected.
 
     ``build`` reads and validates the policy's own settings and may raise
@@ -50,7 +50,7 @@ class Deferred(Generic[P]):
     """
 
     name: str
-    build: Callable[[], P]
+    build: Callable[[], _P]
 
 
 @attrs.frozen

@@ -13,7 +13,6 @@ the simulation's placeholder record, JSON) and ``env`` (its environment).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import os
@@ -31,6 +30,7 @@ from computedomain.kube.client import ClientConfig, connect
 from computedomain.kube.rest import Api
 from computedomain.kubeletplugin import checkpoint as plugin_checkpoint
 from computedomain_sim.cluster.layout import StateLayout
+from tests.support import polling
 
 from .conftest import run_cli
 
@@ -52,6 +52,7 @@ __all__ = [
     "doctor_text",
     "domain_ready",
     "events_about",
+    "eventually",
     "formed",
     "gone",
     "hosts_consistent",
@@ -59,7 +60,6 @@ __all__ = [
     "module_cluster",
     "pod_log",
     "pods_running",
-    "wait_until",
     "worker_report",
 ]
 
@@ -277,26 +277,17 @@ async def doctor_text(cluster: Cluster, ns: str, domain: str | None = None) -> s
     return report.render_text(reports)
 
 
-async def wait_until(
-    what: str,
-    probe: Callable[[], Awaitable[T | None]],
+async def eventually(
+    check: Callable[[], Awaitable[T | None]],
     *,
+    what: str,
     within: float = DEADLINE,
-    explain: Callable[[], Awaitable[str]] | None = None,
     every: float = 0.5,
+    explain: Callable[[], Awaitable[str]] | None = None,
 ) -> T:
-    """Call ``probe`` until it returns something other than None (or False) and return that;
-    at the deadline fail the test saying ``what`` did not happen and, when given, ``explain()``."""
-    try:
-        async with asyncio.timeout(within):
-            while True:
-                value = await probe()
-                if value is not None and value is not False:
-                    return value
-                await asyncio.sleep(every)
-    except TimeoutError:
-        detail = await explain() if explain is not None else ""
-        pytest.fail(f"{what}: not within {within:g}s\n{detail}")
+    """:func:`tests.support.polling.eventually` at the e2e pace: a cluster of processes on a
+    small shared machine, probed (the API read, the doctor run) every half second."""
+    return await polling.eventually(check, what=what, within=within, every=every, explain=explain)
 
 
 async def domain_ready(
@@ -309,9 +300,9 @@ async def domain_ready(
         domain = await api.get(resources.COMPUTE_DOMAINS, name, ns)
         return domain if (domain.get("status") or {}).get("status") == "Ready" else None
 
-    return await wait_until(
-        f"ComputeDomain {ns}/{name} Ready",
+    return await eventually(
         probe,
+        what=f"ComputeDomain {ns}/{name} Ready",
         within=within,
         explain=lambda: doctor_text(cluster, ns, name),
     )
@@ -351,8 +342,11 @@ async def pods_running(
         ]
         return "\n".join(lines) + "\n" + await doctor_text(cluster, ns, domain)
 
-    return await wait_until(
-        f"{count} pods {selector} Running in {ns}", probe, within=within, explain=explain
+    return await eventually(
+        probe,
+        what=f"{count} pods {selector} Running in {ns}",
+        within=within,
+        explain=explain,
     )
 
 
@@ -368,7 +362,7 @@ async def gone(
             return True
         return False
 
-    await wait_until(f"{resource.kind} {ns}/{name} gone", probe, within=within)
+    await eventually(probe, what=f"{resource.kind} {ns}/{name} gone", within=within)
 
 
 async def delete_now(api: Api, resource: resources.Resource, name: str, ns: str | None) -> None:
@@ -481,9 +475,9 @@ async def formed(
             return domain
         return None
 
-    return await wait_until(
-        f"ComputeDomain {ns}/{name} formed on {sorted(nodes)}",
+    return await eventually(
         probe,
+        what=f"ComputeDomain {ns}/{name} formed on {sorted(nodes)}",
         within=within,
         explain=lambda: doctor_text(cluster, ns, name),
     )
@@ -517,7 +511,7 @@ async def hosts_consistent(
     async def explain() -> str:
         return f"expected per clique {expected}, seen per node {await seen()}"
 
-    await wait_until("daemon hosts files consistent", probe, within=within, explain=explain)
+    await eventually(probe, what="daemon hosts files consistent", within=within, explain=explain)
 
 
 def child_processes() -> set[int]:

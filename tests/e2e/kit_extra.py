@@ -29,7 +29,7 @@ from computedomain.kube import errors, resources
 from computedomain.kube.rest import Api
 from computedomain_sim.imex import wrappers
 
-from .kit import DRIVER_NAMESPACE, Cluster, api_of, wait_until
+from .kit import DRIVER_NAMESPACE, Cluster, api_of, eventually
 
 REPO = Path(__file__).resolve().parents[2]
 SIM_OVERLAY = REPO / "deployments" / "overlays" / "sim"
@@ -190,7 +190,7 @@ async def release(api: Api, cluster: Cluster, ns: str) -> None:
         nodes, _ = await api.list_all(resources.NODES)
         return not any(names.COMPUTE_DOMAIN_LABEL in n["metadata"].get("labels", {}) for n in nodes)
 
-    await wait_until(f"namespace {ns} released its nodes", free)
+    await eventually(free, what=f"namespace {ns} released its nodes")
 
 
 @contextlib.contextmanager

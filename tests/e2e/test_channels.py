@@ -69,7 +69,7 @@ async def _worker_sees(api: Api, cluster: kit.Cluster, ns: str) -> dict[str, Any
     async def report() -> dict[str, Any] | None:
         return kit.worker_report(cluster, pod)
 
-    seen = await kit.wait_until(f"worker of {ns} reports", report)
+    seen = await kit.eventually(report, what=f"worker of {ns} reports")
     await kit.domain_ready(api, cluster, ns, "job")
     return seen
 

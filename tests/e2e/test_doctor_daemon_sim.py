@@ -14,7 +14,6 @@ its ``NV_ERR_IN_USE`` switch) or replaces ``nvidia-imex`` with one that never an
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -27,6 +26,7 @@ from computedomain.cli.doctor.findings import Cause, Finding
 from computedomain.kube import resources
 from computedomain.kube.client import ClientConfig, connect
 from computedomain.kube.rest import Api
+from tests.support.polling import eventually
 
 from . import kit_extra
 from .conftest import run_cli
@@ -130,12 +130,12 @@ async def test_a_daemon_whose_check_fails_is_named(api: Api, cluster: Cluster) -
     # A daemon started at the same time on a healthy node gets Ready, so a daemon still not
     # Ready after that is not merely starting.
     config = ClientConfig(kubeconfig=str(cluster.kubeconfig))
-    async with asyncio.timeout(DEADLINE):
-        while True:
-            reports = await command.diagnose_cluster(config, gathering.Scope(ns, "control"))
-            if reports and all(r.ok for r in reports):
-                break
-            await asyncio.sleep(0.5)
+
+    async def control_healthy() -> bool:
+        reports = await command.diagnose_cluster(config, gathering.Scope(ns, "control"))
+        return bool(reports) and all(r.ok for r in reports)
+
+    await eventually(control_healthy, within=DEADLINE, every=0.5, what="the control domain healthy")
     finding = await _diagnosed(cluster, ns, Cause.DAEMON_NOT_READY)
     assert finding.node == "r1n1"
     assert "runs but is not Ready" in finding.message

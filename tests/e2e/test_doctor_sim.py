@@ -16,7 +16,6 @@ wait for ``cd-imex-daemon`` to be on main.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import subprocess
 import sys
@@ -33,6 +32,7 @@ from computedomain.cli.doctor.report import DomainReport
 from computedomain.kube import resources
 from computedomain.kube.client import ClientConfig, connect
 from computedomain.kube.rest import Api
+from tests.support.polling import eventually
 
 from .conftest import run_cli
 
@@ -114,18 +114,19 @@ async def diagnosed(
     fail at the deadline with its last answer."""
     config = ClientConfig(kubeconfig=str(kubeconfig))
     last: list[DomainReport] = []
-    try:
-        async with asyncio.timeout(within):
-            while True:
-                last = await command.diagnose_cluster(config, gathering.Scope(ns, domain))
-                found = [
-                    f for r in last for f in r.findings if f.cause is cause and saying in f.message
-                ]
-                if found:
-                    return found[0]
-                await asyncio.sleep(0.5)
-    except TimeoutError:
-        pytest.fail(f"doctor did not name {cause} within {within:g}s: {last}")
+
+    async def named() -> Finding | None:
+        nonlocal last
+        last = await command.diagnose_cluster(config, gathering.Scope(ns, domain))
+        found = [f for r in last for f in r.findings if f.cause is cause and saying in f.message]
+        return found[0] if found else None
+
+    async def explain() -> str:
+        return f"the doctor's last answer: {last}"
+
+    return await eventually(
+        named, what=f"the doctor naming {cause}", within=within, every=0.5, explain=explain
+    )
 
 
 def _doctor_cli(kubeconfig: Path, *args: str) -> subprocess.CompletedProcess[str]:

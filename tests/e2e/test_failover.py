@@ -83,7 +83,7 @@ async def _replaced(
         workers = await _workers(api, cluster)
         return workers if workers[node]["metadata"]["uid"] != old_uid else None
 
-    return await kit.wait_until(f"a new worker on {node}", probe)
+    return await kit.eventually(probe, what=f"a new worker on {node}")
 
 
 def _uid(pod: dict[str, Any]) -> str:

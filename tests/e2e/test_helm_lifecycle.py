@@ -135,7 +135,7 @@ async def components_ready(api: Api, cluster: kit.Cluster, generation: int | Non
             and status.get("numberReady") == wanted
         )
 
-    await kit.wait_until("the controller and the kubelet plugins ready", probe, within=150)
+    await kit.eventually(probe, what="the controller and the kubelet plugins ready", within=150)
 
 
 def plugin_env(plugin: Obj) -> dict[str, Any]:
@@ -220,7 +220,7 @@ async def test_install_upgrade_rollback_uninstall(bare_cluster: kit.Cluster) -> 
         async def nothing_of_ours() -> bool:
             return await ours(api) == []
 
-        await kit.wait_until("nothing of ours left", nothing_of_ours, within=120)
+        await kit.eventually(nothing_of_ours, what="nothing of ours left", within=120)
         assert helm_on(cluster, "list", "--all-namespaces", "--short").stdout.strip() == ""
         records, _ = await api.list_all(resources.SECRETS, label_selector="owner=helm")
         assert records == [], "helm's release records outlived the release"

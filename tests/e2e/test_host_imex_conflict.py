@@ -66,9 +66,9 @@ async def test_a_host_held_session_shows_in_the_event_and_the_ready_condition(
                         return event
             return None
 
-        event = await kit.wait_until(
-            "a Warning event on r0n1's daemon pod naming the host-held session",
+        event = await kit.eventually(
             conflict_event,
+            what="a Warning event on r0n1's daemon pod naming the host-held session",
             explain=lambda: kit.doctor_text(cluster, ns, "job"),
         )
         assert event["type"] == "Warning"
@@ -88,8 +88,10 @@ async def test_a_host_held_session_shows_in_the_event_and_the_ready_condition(
             got = await api.get(resources.COMPUTE_DOMAINS, "job", ns)
             return f"status: {got.get('status')}"
 
-        condition = await kit.wait_until(
-            "the Ready condition naming the host-held session", condition_names_it, explain=explain
+        condition = await kit.eventually(
+            condition_names_it,
+            what="the Ready condition naming the host-held session",
+            explain=explain,
         )
         assert condition["reason"] == HELD_REASON
         assert "r0n1" in condition["message"]

@@ -85,7 +85,7 @@ async def test_ip_mode_writes_ips_in_status_order(setup: Setup) -> None:
             async def written(node: str = node) -> list[str] | None:
                 return _nodes_cfg(cluster, node, uid) or None
 
-            assert await kit.wait_until(f"nodes.cfg on {node}", written) == expected
+            assert await kit.eventually(written, what=f"nodes.cfg on {node}") == expected
         for pod in daemons:
             assert kit.daemon_hosts(cluster, pod) == {}
         assert await kit.cliques(api, uid) == []
@@ -94,7 +94,7 @@ async def test_ip_mode_writes_ips_in_status_order(setup: Setup) -> None:
             async def reported(w: dict[str, Any] = worker) -> dict[str, Any] | None:
                 return kit.worker_report(cluster, w)
 
-            report = await kit.wait_until("the worker's report", reported)
+            report = await kit.eventually(reported, what="the worker's report")
             assert report["channels"] == ["channel0"]
 
     uses = list(rbac_usage.read(setup.usage))

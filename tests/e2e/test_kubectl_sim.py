@@ -6,13 +6,13 @@ kubeconfig, and ``kubectl logs`` reads a container's log (kubectl from `make ven
 from __future__ import annotations
 
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 import yaml
 
 from tests import binaries
+from tests.support.polling import eventually_sync
 
 from .conftest import SimUp
 
@@ -47,8 +47,7 @@ def test_kubectl_lists_the_domains_and_the_drivers_running_pods(sim_up: SimUp) -
     created = kubectl(sim_up.kubeconfig, "apply", "-f", "-", stdin=DOMAIN)
     assert created.returncode == 0, created.stderr
 
-    deadline = time.monotonic() + DEADLINE
-    while True:
+    def driver_running() -> tuple[list[str], list[str]] | None:
         listed = kubectl(sim_up.kubeconfig, "get", "computedomains,pods", "-A")
         assert listed.returncode == 0, listed.stderr
         lines = listed.stdout.splitlines()
@@ -58,11 +57,13 @@ def test_kubectl_lists_the_domains_and_the_drivers_running_pods(sim_up: SimUp) -
         ]  # fmt: skip
         controller = [line for line in running if "computedomain-controller-" in line]
         plugins = [line for line in running if "computedomain-kubelet-plugin-" in line]
-        if controller and len(plugins) == 2:
-            break
-        assert time.monotonic() < deadline, f"driver pods not running:\n{listed.stdout}"
-        time.sleep(0.5)  # polling kubectl, a separate process; the deadline above decides
-    assert any("seen-by-kubectl" in line for line in lines), listed.stdout
+        return (lines, controller) if controller and len(plugins) == 2 else None
+
+    # kubectl is a separate process: polled every half second until the deadline.
+    lines, controller = eventually_sync(
+        driver_running, within=DEADLINE, every=0.5, what="the driver's pods running"
+    )
+    assert any("seen-by-kubectl" in line for line in lines), "\n".join(lines)
 
     logs = kubectl(
         sim_up.kubeconfig, "-n", "computedomain-system", "logs", controller[0].split()[1]

@@ -61,9 +61,9 @@ async def test_a_worker_waits_for_another_domains_node_then_starts(
                 return event
         return None
 
-    event = await kit.wait_until(
-        f"a Warning on the worker saying {expected!r}",
+    event = await kit.eventually(
         waiting_event,
+        what=f"a Warning on the worker saying {expected!r}",
         explain=lambda: kit.doctor_text(cluster, NS, "job"),
     )
     assert event["reason"] == "ComputeDomainNotReady"

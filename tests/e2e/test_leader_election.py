@@ -50,8 +50,9 @@ async def _leader(api: Api) -> tuple[dict[str, Any], list[dict[str, Any]]] | Non
 
 async def test_one_leader_and_a_takeover_after_it_is_killed(cluster: kit.Cluster) -> None:
     async with kit.api_of(cluster) as api:
-        leader, _standby = await kit.wait_until(
-            "one of two controllers leads", lambda: _leader(api)
+        leader, _standby = await kit.eventually(
+            lambda: _leader(api),
+            what="one of two controllers leads",
         )
         old_holder = await kit_extra.lease_holder(api)
         assert old_holder is not None
@@ -71,8 +72,10 @@ async def test_one_leader_and_a_takeover_after_it_is_killed(cluster: kit.Cluster
             phases = {p["metadata"]["name"]: (p.get("status") or {}).get("phase") for p in pods}
             return f"lease holder {await kit_extra.lease_holder(api)!r}; controller pods {phases}"
 
-        holder = await kit.wait_until(
-            "another replica holds the lease", taken_over, explain=explain
+        holder = await kit.eventually(
+            taken_over,
+            what="another replica holds the lease",
+            explain=explain,
         )
         assert not holder.startswith(killed)
 
@@ -82,7 +85,9 @@ async def test_one_leader_and_a_takeover_after_it_is_killed(cluster: kit.Cluster
         await kit.pods_running(api, cluster, ns, selector="app=workers", count=2, domain="job")
         await kit.domain_ready(api, cluster, ns, "job")
         # The Deployment replaced the killed pod; the replacement stands by.
-        now_leader, others = await kit.wait_until("two controllers again", lambda: _leader(api))
+        now_leader, others = await kit.eventually(
+            lambda: _leader(api), what="two controllers again"
+        )
         assert holder.startswith(now_leader["metadata"]["name"] + "-")
         assert leader["metadata"]["name"] not in [p["metadata"]["name"] for p in others]
         assert now_leader["metadata"]["name"] != leader["metadata"]["name"]

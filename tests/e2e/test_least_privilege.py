@@ -136,10 +136,7 @@ async def _workload(cluster: kit.Cluster) -> None:
         await kit.domain_ready(api, cluster, ns, "job")
         # Teardown.
         await api.delete(resources.DEPLOYMENTS, "workers", ns)
-        await kit.wait_until(
-            "workers gone",
-            lambda: _none_left(api, ns),
-        )
+        await kit.eventually(lambda: _none_left(api, ns), what="workers gone")
         await api.delete(resources.COMPUTE_DOMAINS, "job", ns)
         await kit.gone(api, resources.COMPUTE_DOMAINS, "job", ns)
         daemonset = f"{names.DAEMON_OBJECT_PREFIX}{uid}"
@@ -167,7 +164,7 @@ async def _workload(cluster: kit.Cluster) -> None:
         async def explain() -> str:
             return "\n".join(await left())
 
-        await kit.wait_until("domain torn down", torn_down, explain=explain)
+        await kit.eventually(torn_down, what="domain torn down", explain=explain)
 
 
 async def _none_left(api: Api, ns: str) -> bool:

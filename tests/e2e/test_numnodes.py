@@ -76,9 +76,9 @@ async def test_fewer_nodes_than_numnodes_wait_more_are_fine(cluster: kit.Cluster
                 return domain
             return None
 
-        domain = await kit.wait_until(
-            "short: one node Ready, the condition WaitingForNodes",
+        domain = await kit.eventually(
             waiting,
+            what="short: one node Ready, the condition WaitingForNodes",
             explain=lambda: kit.doctor_text(cluster, ns, "short"),
         )
         assert domain["status"]["status"] == "NotReady"
@@ -98,7 +98,7 @@ async def test_fewer_nodes_than_numnodes_wait_more_are_fine(cluster: kit.Cluster
                 else None
             )
 
-        over = await kit.wait_until("over: both nodes joined and Ready", both_joined)
+        over = await kit.eventually(both_joined, what="over: both nodes joined and Ready")
         assert over["status"]["status"] == "Ready"
         assert sorted(n["name"] for n in over["status"]["nodes"]) == ["r0n2", "r0n3"]
         assert _condition(over)["status"] == "True"

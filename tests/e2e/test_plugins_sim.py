@@ -40,6 +40,7 @@ from computedomain.kube.client import ClientConfig, connect
 from computedomain.kube.errors import NotFound
 from computedomain.kube.rest import Api
 from computedomain_sim.cluster.layout import StateLayout
+from tests.support.polling import eventually
 
 from .conftest import run_cli
 
@@ -106,19 +107,6 @@ class Observed:
     channels_b: list[str]
 
 
-async def _wait(what: str, probe: Any) -> Any:
-    """Poll ``probe()`` until it returns something truthy, or fail naming ``what``."""
-    try:
-        async with asyncio.timeout(DEADLINE):
-            while True:
-                found = await probe()
-                if found:
-                    return found
-                await asyncio.sleep(0.2)
-    except TimeoutError:
-        pytest.fail(f"not within {DEADLINE:.0f} s: {what}")
-
-
 async def _domain(api: Api, name: str) -> str:
     body = {
         "apiVersion": names.GROUP_VERSION,
@@ -154,7 +142,9 @@ async def _running(api: Api, name: str) -> dict[str, Any]:
         pod = await api.get(resources.PODS, name, NS)
         return pod if (pod.get("status") or {}).get("phase") == "Running" else None
 
-    result: dict[str, Any] = await _wait(f"pod {name} Running", probe)
+    result: dict[str, Any] = await eventually(
+        probe, what=f"pod {name} Running", within=DEADLINE, every=0.2
+    )
     return result
 
 
@@ -168,7 +158,7 @@ async def _gone(api: Api, name: str) -> None:
             return True
         return False
 
-    await _wait(f"pod {name} deleted", probe)
+    await eventually(probe, what=f"pod {name} deleted", within=DEADLINE, every=0.2)
 
 
 async def _indices(api: Api, domain: str, nodes: set[str]) -> dict[str, int]:
@@ -180,7 +170,9 @@ async def _indices(api: Api, domain: str, nodes: set[str]) -> dict[str, int]:
         found = {str(e["name"]): int(e.get("index", 0)) for e in entries}
         return found if set(found) == nodes else None
 
-    result: dict[str, int] = await _wait(f"{domain}'s status.nodes == {sorted(nodes)}", probe)
+    result: dict[str, int] = await eventually(
+        probe, what=f"{domain}'s status.nodes == {sorted(nodes)}", within=DEADLINE, every=0.2
+    )
     return result
 
 
@@ -205,7 +197,9 @@ async def _printed(layout: StateLayout, node: str, pod: dict[str, Any]) -> list[
         except AssertionError:
             return None
 
-    result: list[str] = await _wait(f"{pod['metadata']['name']} printed its channels", probe)
+    result: list[str] = await eventually(
+        probe, what=f"{pod['metadata']['name']} printed its channels", within=DEADLINE, every=0.2
+    )
     return result
 
 
@@ -242,7 +236,10 @@ async def _scenario(kubeconfig: Path, layout: StateLayout) -> Observed:
         async def hosts() -> str:
             return _daemon_file(layout, stayer, "*hosts*", needle)
 
-        nodes_cfg, hosts_text = await _wait("nodes.cfg", cfg), await _wait("hosts", hosts)
+        nodes_cfg, hosts_text = (
+            await eventually(cfg, what="nodes.cfg", within=DEADLINE, every=0.2),
+            await eventually(hosts, what="hosts", within=DEADLINE, every=0.2),
+        )
         channels_a = {n: await _printed(layout, n, p) for n, p in pods.items()}
 
         await _gone(api, f"a-{prober}")  # the prober leaves ...

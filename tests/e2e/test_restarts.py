@@ -84,7 +84,10 @@ async def test_a_controller_killed_while_a_domain_forms(cluster: kit.Cluster) ->
         )
         # Mid-flight: the controller has started on the domain (its DaemonSet exists) when
         # its process dies.
-        await kit.wait_until("the domain's DaemonSet", lambda: _has_daemonset(api, uid))
+        await kit.eventually(
+            lambda: _has_daemonset(api, uid),
+            what="the domain's DaemonSet",
+        )
         os.kill(kit_extra.container_pid(before), signal.SIGKILL)
 
         async def restarted() -> bool:
@@ -94,7 +97,10 @@ async def test_a_controller_killed_while_a_domain_forms(cluster: kit.Cluster) ->
             count: int = pods[0]["status"]["containerStatuses"][0].get("restartCount", 0)
             return count > restarts
 
-        await kit.wait_until("the controller restarted by its kubelet", restarted)
+        await kit.eventually(
+            restarted,
+            what="the controller restarted by its kubelet",
+        )
         await kit.pods_running(api, cluster, ns, selector="app=workers", count=2, domain="job")
         await kit.domain_ready(api, cluster, ns, "job")
         await _assert_no_duplicates(api, ns, uid)
@@ -108,7 +114,7 @@ async def test_a_controller_killed_while_a_domain_forms(cluster: kit.Cluster) ->
             names_ = [p["metadata"]["name"] for p in pods if kit_extra.ready(p)]
             return len(pods) == 1 and names_ not in ([], [before["metadata"]["name"]])
 
-        await kit.wait_until("a replacement controller pod Ready", replaced)
+        await kit.eventually(replaced, what="a replacement controller pod Ready")
         pods = await kit.pods_running(api, cluster, ns, selector="app=workers", count=2)
         await kit.delete_now(api, resources.PODS, pods[0]["metadata"]["name"], ns)
         await kit.pods_running(api, cluster, ns, selector="app=workers", count=2, domain="job")
@@ -142,8 +148,10 @@ async def test_a_plugin_killed_mid_prepare(cluster: kit.Cluster) -> None:
                     return str(uid)
             return None
 
-        claim_uid = await kit.wait_until(
-            "the worker's claim PrepareStarted in the checkpoint", preparing, every=0.05
+        claim_uid = await kit.eventually(
+            preparing,
+            what="the worker's claim PrepareStarted in the checkpoint",
+            every=0.05,
         )
         os.kill(kit_extra.container_pid(plugin), signal.SIGKILL)
 
@@ -153,9 +161,15 @@ async def test_a_plugin_killed_mid_prepare(cluster: kit.Cluster) -> None:
             count = pod["status"]["containerStatuses"][0].get("restartCount", 0)
             return bool(count > restarts)
 
-        await kit.wait_until("the plugin restarted by its kubelet", plugin_restarted)
+        await kit.eventually(
+            plugin_restarted,
+            what="the plugin restarted by its kubelet",
+        )
         (worker,) = await kit.pods_running(api, cluster, ns, selector="app=w", count=1)
-        report = await kit.wait_until("the worker's report", lambda: _report(cluster, worker))
+        report = await kit.eventually(
+            lambda: _report(cluster, worker),
+            what="the worker's report",
+        )
         assert report["channels"] == ["channel0"]
 
         claims = _checkpoint(cluster, node)

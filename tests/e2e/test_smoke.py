@@ -9,6 +9,7 @@ from pathlib import Path
 
 from computedomain.kube.client import ClientConfig, connect
 from computedomain.kube.resources import NAMESPACES, PODS
+from tests.support.polling import eventually
 
 from .conftest import SimUp, processes_mentioning
 
@@ -36,12 +37,12 @@ async def _run_pod(kubeconfig: Path) -> dict[str, object]:
                 },
             },
         )
-        async with asyncio.timeout(60):
-            while True:
-                pod = await api.get(PODS, "hello", "smoke")
-                if (pod.get("status") or {}).get("phase") == "Running":
-                    return pod
-                await asyncio.sleep(0.1)
+
+        async def running() -> dict[str, object] | None:
+            pod = await api.get(PODS, "hello", "smoke")
+            return pod if (pod.get("status") or {}).get("phase") == "Running" else None
+
+        return await eventually(running, within=60, every=0.1, what="pod smoke/hello Running")
     finally:
         await api.close()
 

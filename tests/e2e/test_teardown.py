@@ -113,9 +113,9 @@ async def test_deleting_a_domain_with_running_workers_leaves_nothing(
             thing.startswith("ResourceClaim teardown/") for thing in await mentioning(api, uid)
         )
 
-    await kit.wait_until(
-        "the domain's DaemonSet, daemon pods, templates, daemon claims and cliques gone",
+    await kit.eventually(
         only_workload_left,
+        what="the domain's DaemonSet, daemon pods, templates, daemon claims and cliques gone",
         explain=lambda: _show(mentioning(api, uid)),
     )
 
@@ -134,7 +134,11 @@ async def test_deleting_a_domain_with_running_workers_leaves_nothing(
         objects = await mentioning(api, uid) + await in_namespace(api)
         return f"objects: {objects}\nper node: {leftovers}"
 
-    await kit.wait_until("nothing of the domain left", nothing_left, explain=explain)
+    await kit.eventually(
+        nothing_left,
+        what="nothing of the domain left",
+        explain=explain,
+    )
     assert await labelled_nodes(api) == []
 
 

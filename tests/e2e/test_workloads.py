@@ -69,8 +69,9 @@ async def _two_node_domain(api: Api, cluster: kit.Cluster) -> dict[str, Any]:
         await kit.create_domain(api, NS, DOMAIN)
     pods = await _deploy(api, cluster, "pair", ["r0n0", "r0n1"])
     for pod in pods:
-        report = await kit.wait_until(
-            f"worker {pod['metadata']['name']} reports", _report(cluster, pod)
+        report = await kit.eventually(
+            _report(cluster, pod),
+            what=f"worker {pod['metadata']['name']} reports",
         )
         assert report["channels"] == ["channel0"]
     return await kit.formed(api, cluster, NS, DOMAIN, {"r0n0", "r0n1"})

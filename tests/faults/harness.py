@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any, Final
 
 import attrs
-import pytest
 import yaml
 
 from computedomain.api import names
@@ -25,8 +24,8 @@ from computedomain.kube import errors, resources
 from computedomain.kube.client import ClientConfig, connect
 from computedomain.kube.rest import Api
 from computedomain.kubeletplugin import checkpoint as cp
+from computedomain.kubeletplugin.assembly import COMPONENT
 from computedomain.kubeletplugin.cdistore import CdiStore
-from computedomain.kubeletplugin.plugin import COMPONENT
 from computedomain.proto import kubelet_client
 from computedomain_sim.apiserver.server import EmbeddedApiServer
 from computedomain_sim.faults import decide
@@ -38,38 +37,12 @@ from tests.integration.kubeletplugin.conftest import (
     node_environment,
     running_plugin,
 )
+from tests.support.clusters import CRDS
+from tests.support.polling import eventually
 
-CRDS: Final = Path(__file__).resolve().parents[2] / "deployments" / "base" / "crds"
 PLUGIN_AGENT: Final = COMPONENT
 WORLD_AGENT: Final = "fault-tests-world"
 COUNTER: Final = "faults.computedomain.test/counter"
-
-
-async def eventually(check: Any, *, within: float = 15.0, what: str = "condition") -> Any:
-    """Poll ``check`` (sync or async) until it returns a truthy value; fail at the deadline."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + within
-    while True:
-        result = check()
-        if asyncio.iscoroutine(result):
-            result = await result
-        if result:
-            return result
-        if loop.time() > deadline:
-            pytest.fail(f"timed out after {within} s waiting for {what}")
-        await asyncio.sleep(0.02)
-
-
-async def within(check: Any, seconds: float) -> bool:
-    """Whether ``check`` (sync) turns true within ``seconds`` (polled; no failure if not)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + seconds
-    while True:
-        if check():
-            return True
-        if loop.time() > deadline:
-            return False
-        await asyncio.sleep(0.01)
 
 
 # --------------------------------------------------------------------------- the cluster

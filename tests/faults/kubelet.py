@@ -28,6 +28,7 @@ from computedomain.kubeletplugin import checkpoint as cp
 from computedomain.proto import dra, kubelet_client
 from tests.faults import harness
 from tests.integration.kubeletplugin.conftest import ref
+from tests.support.polling import holds_within
 
 Client = Callable[[], Awaitable[kubelet_client.DraClient]]
 
@@ -124,7 +125,7 @@ class Run:
             fresh = entry is not None and not entry.completed and entry.at >= sent
             return pending.done() or fresh
 
-        in_flight = await harness.within(started, 1.5) and not pending.done()
+        in_flight = await holds_within(started, 1.5) and not pending.done()
         unprepared = False
         if in_flight:
             # Retried as the kubelet retries; under process or disk faults it may not get

@@ -26,11 +26,11 @@ from typing import Any, Final
 from computedomain.api import names
 from computedomain.kube import errors, resources
 from computedomain.kube.rest import Api
-from computedomain_sim.cluster.cluster import ClusterConfig, SimCluster
-from computedomain_sim.cluster.topology import Topology
+from computedomain_sim.cluster.cluster import SimCluster
 from computedomain_sim.faults.apiserver import ApiFaults
 from computedomain_sim.imex import wrappers
 from tests.faults import invariants
+from tests.support.clusters import running_cluster
 
 OVERLAY: Final = Path(__file__).resolve().parent / "overlay"
 AGENTS: Final = "compute-domain-*"  # the user agents of our three programs
@@ -153,21 +153,19 @@ async def faulty_sim(
 ) -> AsyncIterator[SimCluster]:
     """A simulated cluster with ``faults`` in its API server, components Ready; stopped (every
     process killed) on exit."""
-    cluster = SimCluster(
-        ClusterConfig(
-            state_dir=state_dir,
-            topology=Topology(racks=racks, nodes_per_rack=nodes_per_rack),
+    try:
+        async with running_cluster(
+            state_dir,
+            racks=racks,
+            nodes_per_rack=nodes_per_rack,
+            components=True,
+            within=180,
             manifests=OVERLAY,
             imex_path=str(wrappers.ensure()),
             api_stages=(faults,),
-        )
-    )
-    try:
-        await cluster.start()
-        await cluster.wait_ready(within=180)
-        yield cluster
+        ) as cluster:
+            yield cluster
     finally:
-        await cluster.stop()
         shutil.rmtree(state_dir, ignore_errors=True)
 
 

@@ -21,7 +21,7 @@ from computedomain_sim.apiserver.server import EmbeddedApiServer
 from computedomain_sim.faults import control, decide
 from computedomain_sim.faults.apiserver import ApiFaults, WatchFault
 from computedomain_sim.faults.schedule import FaultScheduler
-from tests.faults.harness import eventually
+from tests.support.polling import eventually
 
 NS = "default"
 

@@ -20,6 +20,7 @@ seeds, four nodes in two racks (two cliques), more domains.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import random
 import shutil
@@ -39,6 +40,7 @@ from computedomain_sim.faults.processes import KillProcess
 from computedomain_sim.faults.schedule import Fault, FaultScheduler, Rate
 from tests.faults import invariants, settings
 from tests.faults.sim import AGENTS, Processes, Workload, faulty_sim, hosts_reader, nodes_of
+from tests.support.polling import holds_within
 
 pytestmark = [
     pytest.mark.slow,
@@ -90,16 +92,6 @@ async def keep_fresh(processes: Processes) -> None:
         await asyncio.sleep(0.25)
 
 
-async def until(check: Any, seconds: float) -> bool:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + seconds
-    while loop.time() < deadline:
-        if await check():
-            return True
-        await asyncio.sleep(0.5)
-    return False
-
-
 async def traffic(
     workload: Workload, rng: random.Random, nodes: int, steps: int, run_wait: float
 ) -> list[str]:
@@ -114,11 +106,11 @@ async def traffic(
             seen.append(f"create {ns}({size})")
             continue
         ns = next(iter(workload.live))
-        ran = await until(lambda ns=ns: workload.running(ns), run_wait)
+        ran = await holds_within(functools.partial(workload.running, ns), run_wait, every=0.5)
         seen.append(f"{'ran' if ran else 'never ran'} {ns}")
         await workload.delete(ns)
     for ns in list(workload.live):  # every live domain runs before the faults stop
-        ran = await until(lambda ns=ns: workload.running(ns), run_wait)
+        ran = await holds_within(functools.partial(workload.running, ns), run_wait, every=0.5)
         seen.append(f"{'ran' if ran else 'never ran'} {ns}")
     return seen
 
@@ -184,7 +176,7 @@ async def fault_run(seed: int, state_dir: Path, *, racks: int, per_rack: int, st
                             fired.append(event)
                         return bool(fired) or not workload.live
 
-                    await until(fire, 30)
+                    await holds_within(fire, seconds=30, every=0.5)
                     seen.append(f"{kind} {'fired' if fired else 'found no target'}")
                     assert fired or not workload.live, f"{kind} found no target"
             # End with some domains deleted and some live: both kinds of invariant apply.

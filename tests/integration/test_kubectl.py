@@ -13,11 +13,11 @@ import yaml
 
 from computedomain_sim.apiserver import testing
 from tests import binaries
+from tests.support.clusters import CRDS
 
 pytestmark = [pytest.mark.kubectl]
 
 REPO = Path(__file__).resolve().parents[2]
-CRDS = REPO / "deployments" / "base" / "crds"
 
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
 

@@ -25,6 +25,7 @@ from computedomain.kubeletplugin.waitevents import REASON_CORRUPT_CHECKPOINT
 from tests.faults import harness
 from tests.faults import settings as suite
 from tests.integration.kubeletplugin.conftest import ref
+from tests.support.polling import eventually
 
 BOOT = "4f6d3b2a-1111-2222-3333-444455556666"
 SETTINGS = settings(
@@ -170,7 +171,7 @@ def test_the_plugin_starts_clean_over_a_corrupt_checkpoint(tmp_path: Path) -> No
                     and e["involvedObject"]["name"] == world.node
                 ]
 
-            (event,) = node.call(harness.eventually(warning, what="the Warning event"))
+            (event,) = node.call(eventually(warning, what="the Warning event"))
             assert event["type"] == "Warning"
             assert "corrupt checkpoint moved aside to " in event["message"]
             aside = list(harness.checkpoint_path(node.root).parent.glob("*.corrupt-*"))

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import copy
 import uuid
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,8 +17,8 @@ from hypothesis import strategies as st
 from computedomain.api import convert, names
 from computedomain_sim.apiserver import testing
 from tests.faults import settings as suite
+from tests.support.clusters import CRDS
 
-CRDS = Path(__file__).resolve().parents[2] / "deployments" / "base" / "crds"
 NS = "default"
 SESSION = requests.Session()
 SETTINGS = settings(

@@ -26,7 +26,8 @@ from hypothesis.stateful import RuleBasedStateMachine, rule, run_state_machine_a
 from computedomain.api import names
 from computedomain.kube import errors, resources
 from computedomain_sim.apiserver import testing
-from tests.integration.controller.harness import CLIQUE, CRDS, Bench, bench, entry, next_ip
+from tests.integration.controller.harness import CLIQUE, Bench, bench, entry, next_ip
+from tests.support.clusters import CRDS
 
 T = TypeVar("T")
 NODES = ("n0", "n1", "n2", "n3")

@@ -39,8 +39,9 @@ from computedomain.policies import registry
 from computedomain.policies.hookspecs import DnsNamePolicy, IndexPolicy, IndexRequest, hookimpl
 from computedomain_sim.apiserver import testing
 from computedomain_sim.imex.hollow import HollowDaemon
-from tests.integration.daemon.cluster import CRDS, Cluster, clique_id, random_cd_uid
-from tests.unit.daemon.waiting import eventually
+from tests.integration.daemon.cluster import Cluster, clique_id, random_cd_uid
+from tests.support.clusters import crd_server
+from tests.support.polling import eventually
 
 SETTINGS = settings(
     max_examples=6,
@@ -61,8 +62,7 @@ Program = tuple[list[int], list[tuple[str, int]], int]
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[testing.RunningServer]:
-    with testing.running(tmp_path_factory.mktemp("apiserver")) as running:
-        running.install_crds(CRDS)
+    with crd_server(tmp_path_factory.mktemp("apiserver")) as running:
         yield running
 
 

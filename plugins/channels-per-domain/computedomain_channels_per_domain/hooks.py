@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from computedomain.policies.hookspecs import ChannelStrategy, hookimpl
+from computedomain.policies import ChannelStrategy, hookimpl
 from computedomain_channels_per_domain.strategy import PerDomainChannel
 
 

@@ -31,7 +31,7 @@ from typing import Final
 
 import attrs
 
-from computedomain.policies.hookspecs import ChannelRequest
+from computedomain.policies import ChannelRequest
 
 NAME: Final = "per-domain"
 

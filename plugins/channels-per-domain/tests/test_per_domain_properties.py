@@ -12,7 +12,7 @@ from computedomain_channels_per_domain import PerDomainChannel, home_channel, pr
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from computedomain.policies.hookspecs import ChannelRequest
+from computedomain.policies import ChannelRequest
 
 STRATEGY = PerDomainChannel()
 SETTINGS = settings(max_examples=200, deadline=None)

@@ -9,8 +9,7 @@ import pytest
 from computedomain_channels_per_domain import NAME, PerDomainChannel, home_channel, probe_order
 from computedomain_channels_per_domain.hooks import plugin
 
-from computedomain.policies import registry
-from computedomain.policies.hookspecs import ChannelRequest, ChannelStrategy
+from computedomain.policies import ChannelRequest, ChannelStrategy, registry
 
 STRATEGY = PerDomainChannel()
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-from computedomain.policies.hookspecs import Deferred, DnsNamePolicies, DnsNamePolicy, hookimpl
+from computedomain.policies import Deferred, DnsNamePolicies, DnsNamePolicy, hookimpl
 from computedomain_dns_suffix.policy import NAME, from_environment
 
 

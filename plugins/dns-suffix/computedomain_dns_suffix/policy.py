@@ -22,7 +22,7 @@ from typing import Final
 import attrs
 
 from computedomain.api import names
-from computedomain.api.errors import ConfigError
+from computedomain.policies import ConfigError
 
 NAME: Final = "suffix"
 ENV_SUFFIX: Final = "CD_DNS_SUFFIX"

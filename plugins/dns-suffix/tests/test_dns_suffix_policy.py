@@ -13,9 +13,7 @@ from computedomain_dns_suffix import (
 )
 from computedomain_dns_suffix.hooks import plugin
 
-from computedomain.api.errors import ConfigError
-from computedomain.policies import registry
-from computedomain.policies.hookspecs import DnsNamePolicy
+from computedomain.policies import ConfigError, DnsNamePolicy, registry
 
 
 def test_names_put_upstreams_name_under_the_suffix() -> None:

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from computedomain.api import names
-from computedomain.api.errors import ConfigError
+from computedomain.policies import ConfigError
 
 SETTINGS = settings(max_examples=100, deadline=None)
 HOST_LABEL = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")

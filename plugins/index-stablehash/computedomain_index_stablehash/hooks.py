@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from computedomain.policies.hookspecs import IndexPolicy, hookimpl
+from computedomain.policies import IndexPolicy, hookimpl
 from computedomain_index_stablehash.policy import StableHashIndex
 
 

@@ -25,7 +25,7 @@ from typing import Final
 
 import attrs
 
-from computedomain.policies.hookspecs import IndexRequest
+from computedomain.policies import IndexRequest
 
 NAME: Final = "stable-hash"
 

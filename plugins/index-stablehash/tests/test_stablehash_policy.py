@@ -6,8 +6,7 @@ import pytest
 from computedomain_index_stablehash import NAME, StableHashIndex, home_index, probe_order
 from computedomain_index_stablehash.hooks import plugin
 
-from computedomain.policies import registry
-from computedomain.policies.hookspecs import IndexPolicy, IndexRequest
+from computedomain.policies import IndexPolicy, IndexRequest, registry
 
 POLICY = StableHashIndex()
 

@@ -15,7 +15,7 @@ from computedomain_index_stablehash import StableHashIndex, home_index, probe_or
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from computedomain.policies.hookspecs import IndexRequest
+from computedomain.policies import IndexRequest
 
 POLICY = StableHashIndex()
 SETTINGS = settings(max_examples=150, deadline=None)

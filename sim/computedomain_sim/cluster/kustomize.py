@@ -2,7 +2,8 @@
 with our own renderer of the kustomize subset ``deployments/`` uses otherwise.
 
 Called by :mod:`.install` (the simulated cluster installs exactly ``deployments/``) and by the
-tests that render every overlay both ways and compare. Uses :mod:`.jsonpatch` for patches.
+tests that render every overlay both ways and compare. Patches go through the API server's
+RFC 6902 implementation (:mod:`computedomain_sim.apiserver.jsonpatch`).
 
 The subset: ``resources`` (YAML files and directories holding a kustomization), ``components``
 (``kind: Component``), ``patches`` (JSON 6902 only, inline or from a file, with a ``target``
@@ -26,7 +27,7 @@ from typing import Any
 
 import yaml
 
-from .jsonpatch import JsonPatchError, apply_patch
+from computedomain_sim.apiserver.jsonpatch import JsonPatchError, json_patch
 
 __all__ = ["KustomizeError", "render", "render_builtin", "render_kubectl", "sort_legacy"]
 
@@ -228,9 +229,9 @@ def _apply_json6902(path: Path, number: int, patch: Obj, objects: list[Obj]) -> 
         if _matches(obj, target):
             hits += 1
             try:
-                out.append(apply_patch(obj, operations))
+                out.append(json_patch(obj, operations))
             except JsonPatchError as exc:
-                msg = f"{where}: {exc}"
+                msg = f"{where}: operation {exc.operation}: {exc}"
                 raise KustomizeError(msg) from exc
         else:
             out.append(obj)

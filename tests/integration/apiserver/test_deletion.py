@@ -4,21 +4,13 @@ garbage collection, namespace and CRD teardown."""
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 
 import pytest
 from kubernetes import client
 
 from tests.conftest import CRD_FIXTURES
-
-
-def wait_for(cond: Callable[[], bool], timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            pytest.fail("condition not met before the deadline")
-        time.sleep(0.02)
+from tests.support.polling import eventually_sync
 
 
 def _exists(read: Callable[[], object]) -> bool:
@@ -108,7 +100,7 @@ def test_background_gc_deletes_dependents(api_client: client.ApiClient, namespac
     owner = core.create_namespaced_config_map(namespace, _cm("owner"))
     core.create_namespaced_config_map(namespace, _cm("dep", ownerReferences=[_owner_ref(owner)]))
     core.delete_namespaced_config_map("owner", namespace)
-    wait_for(lambda: not _exists(lambda: core.read_namespaced_config_map("dep", namespace)))
+    eventually_sync(lambda: not _exists(lambda: core.read_namespaced_config_map("dep", namespace)))
 
 
 def test_gc_deletes_dependents_of_missing_or_mismatched_owners(
@@ -124,13 +116,15 @@ def test_gc_deletes_dependents_of_missing_or_mismatched_owners(
         namespace, _cm("mixed", ownerReferences=[_owner_ref(real), ghost])
     )
     for name in ("orphan1", "orphan2"):
-        wait_for(lambda n=name: not _exists(lambda: core.read_namespaced_config_map(n, namespace)))
+        eventually_sync(
+            lambda n=name: not _exists(lambda: core.read_namespaced_config_map(n, namespace))
+        )
 
     def dangling_removed() -> bool:
         refs = core.read_namespaced_config_map("mixed", namespace).metadata.owner_references
         return [r.name for r in refs] == ["real"]
 
-    wait_for(dangling_removed)
+    eventually_sync(dangling_removed)
 
 
 def test_foreground_deletion_waits_for_blocking_dependents(
@@ -149,7 +143,7 @@ def test_foreground_deletion_waits_for_blocking_dependents(
     core.delete_namespaced_config_map("fg", namespace, propagation_policy="Foreground")
     held = core.read_namespaced_config_map("fg", namespace)
     assert "foregroundDeletion" in held.metadata.finalizers
-    wait_for(
+    eventually_sync(
         lambda: (
             core.read_namespaced_config_map("blocker", namespace).metadata.deletion_timestamp
             is not None
@@ -157,7 +151,7 @@ def test_foreground_deletion_waits_for_blocking_dependents(
     )
     assert _exists(lambda: core.read_namespaced_config_map("fg", namespace))
     core.patch_namespaced_config_map("blocker", namespace, {"metadata": {"finalizers": None}})
-    wait_for(lambda: not _exists(lambda: core.read_namespaced_config_map("fg", namespace)))
+    eventually_sync(lambda: not _exists(lambda: core.read_namespaced_config_map("fg", namespace)))
 
 
 def test_orphan_deletion_keeps_dependents(api_client: client.ApiClient, namespace: str) -> None:
@@ -165,7 +159,7 @@ def test_orphan_deletion_keeps_dependents(api_client: client.ApiClient, namespac
     owner = core.create_namespaced_config_map(namespace, _cm("op"))
     core.create_namespaced_config_map(namespace, _cm("kept", ownerReferences=[_owner_ref(owner)]))
     core.delete_namespaced_config_map("op", namespace, propagation_policy="Orphan")
-    wait_for(lambda: not _exists(lambda: core.read_namespaced_config_map("op", namespace)))
+    eventually_sync(lambda: not _exists(lambda: core.read_namespaced_config_map("op", namespace)))
     kept = core.read_namespaced_config_map("kept", namespace)
     assert not kept.metadata.owner_references
 
@@ -198,12 +192,12 @@ def test_namespace_deletion_removes_content(api_client: client.ApiClient) -> Non
         core.create_namespaced_config_map("doomed", _cm("late"))
     assert exc.value.status == 403
     assert "because it is being terminated" in exc.value.body
-    wait_for(lambda: not _exists(lambda: core.read_namespaced_config_map("c1", "doomed")))
+    eventually_sync(lambda: not _exists(lambda: core.read_namespaced_config_map("c1", "doomed")))
     # The pod is terminating gracefully: the namespace waits for the kubelet.
     assert core.read_namespaced_pod("p", "doomed").metadata.deletion_timestamp is not None
     assert _exists(lambda: core.read_namespace("doomed"))
     core.delete_namespaced_pod("p", "doomed", grace_period_seconds=0)
-    wait_for(lambda: not _exists(lambda: core.read_namespace("doomed")))
+    eventually_sync(lambda: not _exists(lambda: core.read_namespace("doomed")))
 
 
 def test_default_namespace_cannot_be_deleted(api_client: client.ApiClient) -> None:
@@ -238,7 +232,7 @@ def test_crd_deletion_removes_objects_and_stops_serving(
         "gone",
         {"metadata": {"finalizers": None}},
     )
-    wait_for(
+    eventually_sync(
         lambda: (
             not _exists(
                 lambda: ext.read_custom_resource_definition("computedomains.resource.nvidia.com")

@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import attrs
@@ -26,9 +25,8 @@ from computedomain.kube.client import ClientConfig, connect
 from computedomain.kube.resources import Resource
 from computedomain.kube.rest import Api
 from computedomain_sim.apiserver import testing
+from tests.support.clusters import CRDS
 from tests.unit.cli import doctor_objects as o
-
-CRDS = Path(__file__).resolve().parents[3] / "deployments" / "base" / "crds"
 
 # World field -> resource, in creation order (domains first, events last).
 ORDER: tuple[tuple[str, Resource], ...] = (

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from computedomain_sim.apiserver import testing
-from tests.integration.controller.harness import CRDS
+from tests.support.clusters import CRDS
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -12,8 +12,7 @@ import asyncio
 import contextlib
 import copy
 import itertools
-from collections.abc import AsyncIterator, Awaitable, Callable
-from pathlib import Path
+from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar
 
 import attrs
@@ -27,8 +26,8 @@ from computedomain.kube.client import ClientConfig, connect
 from computedomain.kube.events import EventRecorder
 from computedomain.kube.rest import Api
 from computedomain_sim.apiserver import testing
+from tests.support.polling import eventually
 
-CRDS = Path(__file__).resolve().parents[3] / "deployments" / "base" / "crds"
 IMAGE = "registry.example/computedomain:test"
 CLIQUE = "8ef8e7a4-5d8f-4d63-9b8f-1b7e4ac8e6f1.1"
 DEADLINE = 60.0  # only reached when a test fails; generous for loaded CI machines
@@ -39,26 +38,6 @@ _ips = itertools.count(1)
 def next_ip() -> str:
     n = next(_ips)
     return f"10.7.{n // 250}.{n % 250 + 1}"
-
-
-async def wait_for(probe: Callable[[], Awaitable[T]], what: str, timeout: float = DEADLINE) -> T:  # noqa: ASYNC109
-    """Poll ``probe`` until it returns a truthy value; fail naming ``what`` at the deadline."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    last: Any = None
-    while True:
-        try:
-            last = await asyncio.wait_for(probe(), max(0.1, deadline - loop.time()))
-        except errors.NotFound:
-            last = None
-        except TimeoutError:
-            last = None  # the probe itself hung until the deadline
-        if last:
-            return last
-        if loop.time() > deadline:
-            msg = f"timed out after {timeout}s waiting for {what} (last: {last!r})"
-            raise AssertionError(msg)
-        await asyncio.sleep(0.02)
 
 
 async def admin_api(server: testing.RunningServer, **kwargs: Any) -> Api:
@@ -104,7 +83,7 @@ class Bench:
                     task.result()  # surface a crash
             return controller.synced
 
-        await wait_for(synced, "the controller to sync")
+        await eventually(synced, what="the controller to sync")
         return controller
 
     async def stop(self) -> None:
@@ -147,7 +126,7 @@ class Bench:
             status = domain.get("status")
             return domain if status is not None and check(status) else None
 
-        return await wait_for(probe, f"{name}: {what}")
+        return await eventually(probe, what=f"{name}: {what}")
 
     async def gone(self, resource: resources.Resource, name: str, namespace: str | None) -> bool:
         try:
@@ -163,7 +142,7 @@ class Bench:
         async def deleted() -> bool:
             return await self.gone(resources.COMPUTE_DOMAINS, name, self.user)
 
-        await wait_for(deleted, f"domain {name} to be deleted")
+        await eventually(deleted, what=f"domain {name} to be deleted")
 
     # -- the tester plays kubelets and daemons -----------------------------------------------
 

@@ -9,7 +9,8 @@ from computedomain.api import convert, names
 from computedomain.controller import rendering
 from computedomain.kube import resources
 from computedomain_sim.apiserver import testing
-from tests.integration.controller.harness import CLIQUE, bench, entry, wait_for
+from tests.integration.controller.harness import CLIQUE, bench, entry
+from tests.support.polling import eventually
 from tests.unit.controller import builders
 
 GONE_UID = "0badc0de-0000-4000-8000-00000000dead"
@@ -41,13 +42,13 @@ async def test_orphans_of_each_kind_are_removed_at_start(apiserver: testing.Runn
             async def gone(r: resources.Resource = resource, m: dict = meta) -> bool:
                 return await b.gone(r, m["name"], m["namespace"])
 
-            await wait_for(gone, f"orphan {resource.kind} {meta['name']} to be removed")
+            await eventually(gone, what=f"orphan {resource.kind} {meta['name']} to be removed")
 
         async def unlabelled() -> bool:
             node = await b.api.get(resources.NODES, "orphan-node")
             return names.COMPUTE_DOMAIN_LABEL not in (node["metadata"].get("labels") or {})
 
-        await wait_for(unlabelled, "the orphan node label to be removed")
+        await eventually(unlabelled, what="the orphan node label to be removed")
         assert not await b.gone(resources.RESOURCE_CLAIM_TEMPLATES, "not-ours", b.user)
 
 
@@ -65,7 +66,7 @@ async def test_label_added_after_deletion_is_removed(apiserver: testing.RunningS
             node = await b.api.get(resources.NODES, "late-node")
             return names.COMPUTE_DOMAIN_LABEL not in (node["metadata"].get("labels") or {})
 
-        await wait_for(unlabelled, "the late label to be removed")
+        await eventually(unlabelled, what="the late label to be removed")
 
 
 async def test_clique_entry_survives_only_with_a_pod_of_its_own_domain(
@@ -90,7 +91,7 @@ async def test_clique_entry_survives_only_with_a_pod_of_its_own_domain(
             nodes = [d["nodeName"] for d in obj.get("daemons") or []]
             return nodes if nodes == ["shared"] else None
 
-        await wait_for(pruned, "the entry of node lonely to be pruned")
+        await eventually(pruned, what="the entry of node lonely to be pruned")
         await b.wait_status(
             "one", lambda s: [n["name"] for n in s.get("nodes", [])] == ["shared"], "one node"
         )

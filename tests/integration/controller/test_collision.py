@@ -8,7 +8,8 @@ import pytest
 
 from computedomain.kube import errors, resources
 from computedomain_sim.apiserver import testing
-from tests.integration.controller.harness import Bench, bench, wait_for
+from tests.integration.controller.harness import Bench, bench
+from tests.support.polling import eventually
 
 
 def _template(name: str, namespace: str) -> dict[str, Any]:
@@ -51,7 +52,7 @@ async def test_name_collision(apiserver: testing.RunningServer, owner: str) -> N
                 if e["type"] == "Warning" and e["reason"] == "WorkloadTemplateConflict"
             ]
 
-        await wait_for(warned, "a Warning event")
+        await eventually(warned, what="a Warning event")
         # A permanent error: no retry is scheduled, and no create was ever attempted.
         assert controller.queue.num_requeues(uid) == 0
         assert b.api.stats.total(verb="create", resource="resourceclaimtemplates", code=409) == 0
@@ -70,7 +71,7 @@ async def test_name_collision(apiserver: testing.RunningServer, owner: str) -> N
             labels = found["metadata"].get("labels") or {}
             return labels.get("resource.nvidia.com/computeDomain") == uid
 
-        await wait_for(ours, "the second domain's own template")
+        await eventually(ours, what="the second domain's own template")
         await b.wait_status(
             "second",
             lambda s: s["conditions"][0]["reason"] != "WorkloadTemplateConflict",

@@ -16,7 +16,8 @@ from computedomain.api import names
 from computedomain.kube import resources
 from computedomain.kube.rest import Api
 from computedomain_sim.apiserver import testing
-from tests.integration.controller.harness import Bench, bench, wait_for
+from tests.integration.controller.harness import Bench, bench
+from tests.support.polling import eventually
 
 
 async def _drop(api: Api, resource: resources.Resource, name: str, namespace: str) -> None:
@@ -45,7 +46,7 @@ async def _everything_gone(b: Bench, uid: str) -> None:
         async def gone(r: Any = resource, o: str = obj_name, n: str = namespace) -> bool:
             return await b.gone(r, o, n)
 
-        await wait_for(gone, f"{resource.kind} {namespace}/{obj_name} to be gone")
+        await eventually(gone, what=f"{resource.kind} {namespace}/{obj_name} to be gone")
 
 
 @pytest.mark.parametrize(
@@ -112,7 +113,7 @@ async def test_deletion_waits_for_a_foreign_finalizer_and_says_so(
         async def waiting_event() -> list[dict[str, Any]]:
             return [e for e in await b.events("cd") if e["reason"] == "DeletionWaiting"]
 
-        (event,) = await wait_for(waiting_event, "a DeletionWaiting event")
+        (event,) = await eventually(waiting_event, what="a DeletionWaiting event")
         assert f"DaemonSet {b.driver}/{name} (finalizers: example.com/hold)" in event["message"]
         assert not await b.gone(resources.COMPUTE_DOMAINS, "cd", b.user)
         # Everything else is done already: templates gone, our finalizer off the DaemonSet.
@@ -142,6 +143,6 @@ async def test_template_deleted_by_hand_is_recreated(apiserver: testing.RunningS
                 "deletionTimestamp"
             )
 
-        await wait_for(recreated, "the workload template to be re-created")
+        await eventually(recreated, what="the workload template to be re-created")
         reasons = [e["reason"] for e in await b.events("cd")]
         assert "ObjectDeleted" in reasons

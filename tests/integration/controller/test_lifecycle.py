@@ -14,7 +14,8 @@ from computedomain.api import convert, names
 from computedomain.controller import rendering
 from computedomain.kube import resources
 from computedomain_sim.apiserver import testing
-from tests.integration.controller.harness import Bench, bench, entry, wait_for
+from tests.integration.controller.harness import Bench, bench, entry
+from tests.support.polling import eventually
 
 
 def contains(stored: Any, rendered: Any, path: str = "") -> list[str]:
@@ -135,7 +136,7 @@ async def test_happy_path_costs_five_writes(apiserver: testing.RunningServer) ->
                 else False
             )
 
-        await wait_for(settled, "the queue to drain")
+        await eventually(settled, what="the queue to drain")
         after = b.api.stats.snapshot()
         writes: dict[str, int] = {}
         for (verb, plural, code), n in after.items():

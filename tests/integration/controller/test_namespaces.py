@@ -12,7 +12,8 @@ from computedomain.api import convert, names
 from computedomain.controller import rendering
 from computedomain.kube import resources
 from computedomain_sim.apiserver import testing
-from tests.integration.controller.harness import bench, entry, wait_for
+from tests.integration.controller.harness import bench, entry
+from tests.support.polling import eventually
 
 
 async def test_legacy_namespace_is_managed_and_aggregated(apiserver: testing.RunningServer) -> None:
@@ -65,7 +66,7 @@ async def test_legacy_namespace_is_managed_and_aggregated(apiserver: testing.Run
             async def gone(r: resources.Resource = resource) -> bool:
                 return await b.gone(r, names.daemon_object_name(uid_legacy), old)
 
-            await wait_for(gone, f"the legacy {resource.kind} to be deleted")
+            await eventually(gone, what=f"the legacy {resource.kind} to be deleted")
         # The fresh domain kept its node throughout.
         domain = await b.domain("fresh")
         assert [x["name"] for x in domain["status"]["nodes"]] == ["fresh-node"]

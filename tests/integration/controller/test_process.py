@@ -20,7 +20,8 @@ import pytest
 from computedomain.api import names
 from computedomain.kube import errors, resources
 from computedomain_sim.apiserver import testing
-from tests.integration.controller.harness import IMAGE, Bench, bench, wait_for
+from tests.integration.controller.harness import IMAGE, Bench, bench
+from tests.support.polling import eventually
 
 CLI = Path(sys.executable).with_name("cd-controller")
 LEASE = "cd-controller-test"
@@ -112,7 +113,7 @@ async def _reconciled_by(b: Bench, name: str) -> str:
     async def created() -> list[dict[str, Any]]:
         return [e for e in await b.events(name) if e["reason"] == "Created"]
 
-    (event,) = await wait_for(created, f"the Created event of {name}")
+    (event,) = await eventually(created, what=f"the Created event of {name}")
     return str(event["source"]["host"])
 
 
@@ -125,9 +126,9 @@ async def test_two_replicas_one_leads_the_other_takes_over(
         replica(apiserver, b, "replica-a", tmp_path, election=True) as a,
         replica(apiserver, b, "replica-b", tmp_path, election=True) as c,
     ):
-        await wait_for(lambda: _ready(a), "replica-a ready")
-        await wait_for(lambda: _ready(c), "replica-b ready")
-        holder = await wait_for(lambda: _holder(b), "a lease holder")
+        await eventually(lambda: _ready(a), what="replica-a ready")
+        await eventually(lambda: _ready(c), what="replica-b ready")
+        holder = await eventually(lambda: _holder(b), what="a lease holder")
         leader, standby = (a, c) if holder.startswith("replica-a-") else (c, a)
         assert holder.startswith(f"{leader.name}-")
         assert len(holder) == len(leader.name) + 1 + 36  # <pod>-<uuid4>
@@ -147,7 +148,7 @@ async def test_two_replicas_one_leads_the_other_takes_over(
         async def taken_over() -> bool:
             return (await _holder(b)).startswith(f"{standby.name}-")
 
-        await wait_for(taken_over, "the standby to take the lease", timeout=15)
+        await eventually(taken_over, what="the standby to take the lease", within=15)
         await b.create_domain("second")
         assert await _reconciled_by(b, "second") == standby.name
 
@@ -162,7 +163,7 @@ async def test_restart_in_the_middle_of_a_deletion(
 ) -> None:
     async with bench(apiserver) as b:
         async with replica(apiserver, b, "first", tmp_path, election=False) as first:
-            await wait_for(lambda: _ready(first), "the controller ready")
+            await eventually(lambda: _ready(first), what="the controller ready")
             created = await b.create_domain("cd", template="chan")
             uid = created["metadata"]["uid"]
             await b.wait_status("cd", lambda s: True, "a first status")
@@ -175,7 +176,7 @@ async def test_restart_in_the_middle_of_a_deletion(
             async def halfway() -> bool:
                 return await b.gone(resources.RESOURCE_CLAIM_TEMPLATES, "chan", b.user)
 
-            await wait_for(halfway, "the deletion to be under way")
+            await eventually(halfway, what="the deletion to be under way")
             assert await first.stop(signal.SIGKILL) == -signal.SIGKILL
 
         ds = await b.api.get(resources.DAEMON_SETS, name, b.driver)
@@ -185,12 +186,12 @@ async def test_restart_in_the_middle_of_a_deletion(
         await b.api.update(resources.DAEMON_SETS, ds)
         assert not await b.gone(resources.COMPUTE_DOMAINS, "cd", b.user)
         async with replica(apiserver, b, "second", tmp_path, election=False) as second:
-            await wait_for(lambda: _ready(second), "the restarted controller ready")
+            await eventually(lambda: _ready(second), what="the restarted controller ready")
 
             async def finished() -> bool:
                 return await b.gone(resources.COMPUTE_DOMAINS, "cd", b.user)
 
-            await wait_for(finished, "the deletion to finish after the restart")
+            await eventually(finished, what="the deletion to finish after the restart")
             assert await b.gone(resources.DAEMON_SETS, name, b.driver)
             assert await b.gone(resources.RESOURCE_CLAIM_TEMPLATES, name, b.driver)
             assert await second.stop() == 0

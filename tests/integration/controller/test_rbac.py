@@ -22,7 +22,8 @@ from computedomain.kube.client import ClientConfig, connect
 from computedomain.kube.events import EventRecorder
 from computedomain.kube.leaderelection import LeaderElector
 from computedomain_sim.apiserver import testing
-from tests.integration.controller.harness import CLIQUE, bench, entry, wait_for
+from tests.integration.controller.harness import CLIQUE, bench, entry
+from tests.support.polling import eventually
 
 CLUSTER_RULES: list[dict[str, Any]] = [
     {
@@ -131,7 +132,7 @@ async def test_controller_needs_nothing_more(apiserver: testing.RunningServer) -
                         task.result()
                 return controller.synced
 
-            await wait_for(synced, "the controller to lead and sync")
+            await eventually(synced, what="the controller to lead and sync")
             created = await b.create_domain("cd", num_nodes=1, template="chan")
             uid = created["metadata"]["uid"]
             await b.add_node("rbac-node", uid)
@@ -152,9 +153,9 @@ async def test_controller_needs_nothing_more(apiserver: testing.RunningServer) -
                 )
                 return [d["nodeName"] for d in clique.get("daemons") or []] == ["rbac-node"]
 
-            await wait_for(pruned, "the stale clique entry to be pruned")
+            await eventually(pruned, what="the stale clique entry to be pruned")
             await b.wait_status("cd", lambda s: s["status"] == "Ready", "Ready")
-            await wait_for(recorder_flushed(recorder), "events written")
+            await eventually(recorder_flushed(recorder), what="events written")
             await b.delete_domain_and_wait("cd")
             node = await b.api.get(resources.NODES, "rbac-node")
             assert names.COMPUTE_DOMAIN_LABEL not in (node["metadata"].get("labels") or {})

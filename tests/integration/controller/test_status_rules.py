@@ -19,7 +19,8 @@ import pytest
 from computedomain.api import featuregates, names
 from computedomain.kube import errors, resources
 from computedomain_sim.apiserver import testing
-from tests.integration.controller.harness import CLIQUE, Bench, bench, entry, next_ip, wait_for
+from tests.integration.controller.harness import CLIQUE, Bench, bench, entry, next_ip
+from tests.support.polling import eventually
 
 FABRIC, NON_FABRIC, UNLABELLED = CLIQUE, "", None
 
@@ -190,7 +191,7 @@ async def _run_case(b: Bench, mode: str, case: Case) -> str | None:
                 obj = await b.api.get(resources.COMPUTE_DOMAIN_CLIQUES, clique, b.driver)
                 return not obj.get("daemons")
 
-            await wait_for(pruned, f"case {case.id}: the clique entries to be pruned")
+            await eventually(pruned, what=f"case {case.id}: the clique entries to be pruned")
         await b.wait_status(name, matches, f"case {case.id}")
     except AssertionError as exc:
         return f"{case.id}: {exc}"
@@ -238,7 +239,7 @@ async def test_pod_missing_from_cache_is_confirmed_live(apiserver: testing.Runni
         async def confirmed() -> bool:
             return b.api.stats.total(verb="list", resource="pods") > live_reads_before
 
-        await wait_for(confirmed, "a live read of the daemon pods")
+        await eventually(confirmed, what="a live read of the daemon pods")
         domain = await b.wait_status("cd", lambda s: s["status"] == "Ready", "Ready")
         assert [n["name"] for n in domain["status"]["nodes"]] == ["n1"]
         assert pods.store.get(f"{b.driver}/cd-n1") is None  # the cache really missed it

@@ -10,14 +10,11 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from pathlib import Path
 from typing import Any
 
 from computedomain.api import names
 from computedomain.kube import errors, resources
 from computedomain.kube.rest import Api
-
-CRDS = sorted((Path(__file__).parents[3] / "deployments" / "base" / "crds").glob("*.yaml"))
 
 
 def clique_id(n: int = 1) -> str:

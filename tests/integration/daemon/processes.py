@@ -23,6 +23,7 @@ from computedomain.api import names
 from computedomain.kubeletplugin import daemonclaims
 from computedomain_sim.imex import status as imex_status
 from tests.integration.daemon.cluster import Cluster
+from tests.support.polling import eventually
 
 DAEMON = str(Path(sys.executable).with_name("cd-imex-daemon"))
 # Probe periods, as upstream: the startup probe every second, then readiness every 10 s.
@@ -96,9 +97,10 @@ class Pod:
 
     async def exited(self, within: float = 30.0) -> int:
         assert self.proc is not None
-        async with asyncio.timeout(within):
-            while (code := self.proc.poll()) is None:  # noqa: ASYNC110
-                await asyncio.sleep(0.05)
+        proc = self.proc
+        await eventually(lambda: proc.poll() is not None, within=within, every=0.05, what="exit")
+        code = proc.poll()
+        assert code is not None
         return code
 
     async def check(self) -> bool:

@@ -6,7 +6,6 @@ import asyncio
 import os
 import signal
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,7 @@ from computedomain.api import names
 from computedomain.kube import resources
 from computedomain.kube.client import ClientConfig, connect
 from computedomain_sim.apiserver import testing
-from tests.integration.daemon.cluster import CRDS, Cluster, random_cd_uid
+from tests.integration.daemon.cluster import Cluster, random_cd_uid
 from tests.integration.daemon.processes import DAEMON
 
 BASE = {
@@ -89,13 +88,6 @@ def test_check_fails_when_nvidia_imex_is_not_ready(tmp_path: Path) -> None:
     result = daemon("--imex-ctl-binary", "/bin/false", "--imexd-dir", str(tmp_path), "check")
     assert result.returncode == 1
     assert "IMEX daemon check failed: error running /bin/false: exit status 1" in result.stderr
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[testing.RunningServer]:
-    with testing.running(tmp_path_factory.mktemp("apiserver")) as running:
-        running.install_crds(CRDS)
-        yield running
 
 
 async def test_no_op_mode_labels_the_pod_and_exits_0_on_sigterm(

@@ -6,10 +6,9 @@ and the API server are real.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -22,18 +21,11 @@ from computedomain.kube.client import ClientConfig, connect
 from computedomain.kube.rest import Api
 from computedomain_sim.apiserver import testing
 from computedomain_sim.imex import wrappers
-from tests.integration.daemon.cluster import CRDS, Cluster, clique_id, random_cd_uid
+from tests.integration.daemon.cluster import Cluster, clique_id, random_cd_uid
 from tests.integration.daemon.processes import Domain, Pod
-from tests.unit.daemon.waiting import eventually
+from tests.support.polling import eventually
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[testing.RunningServer]:
-    with testing.running(tmp_path_factory.mktemp("apiserver")) as running:
-        running.install_crds(CRDS)
-        yield running
 
 
 @pytest.fixture
@@ -73,12 +65,6 @@ async def entries(domain: Domain) -> dict[str, Any]:
     return {e["nodeName"]: e for e in obj.get("daemons") or []}
 
 
-async def wait_async(condition: Any, within: float = 60.0) -> None:
-    async with asyncio.timeout(within):
-        while not await condition():  # noqa: ASYNC110
-            await asyncio.sleep(0.1)
-
-
 def connected_to_all(pods: list[Pod]) -> bool:
     ids = {}
     for pod in pods:
@@ -113,7 +99,7 @@ async def test_a_domain_forms_follows_ip_and_index_changes_and_deregisters(domai
 
     # Formation: every stand-in reaches all peers, every probe passes, every entry is Ready.
     await eventually(lambda: connected_to_all(pods), within=60)
-    await wait_async(lambda: all_ready(domain, pods))
+    await eventually(lambda: all_ready(domain, pods))
     assert all([await pod.check() for pod in pods])
     found = await entries(domain)
     assert sorted(e["index"] for e in found.values()) == [0, 1, 2, 3]
@@ -207,7 +193,7 @@ async def test_a_host_held_imex_session_is_reported_and_keeps_the_entry_not_read
         )
         return [e for e in found if e.get("reason") == "IMEXSessionHeldByHost"]
 
-    await wait_async(lambda: _nonempty(warned()), within=60)
+    await eventually(lambda: _nonempty(warned()), within=60)
     event = (await warned())[0]
     assert event["type"] == "Warning"
     assert event["message"] == (
@@ -219,7 +205,7 @@ async def test_a_host_held_imex_session_is_reported_and_keeps_the_entry_not_read
     assert "NV_ERR_IN_USE" in pod.log.read_text()  # the child's output stays in the pod log
 
     marker.unlink()  # the admin disables the host service: the daemon recovers by itself
-    await wait_async(lambda: all_ready(domain, [pod]), within=60)
+    await eventually(lambda: all_ready(domain, [pod]), within=60)
 
 
 async def _nonempty(found: Any) -> bool:

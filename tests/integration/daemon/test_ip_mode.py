@@ -4,10 +4,8 @@ and one restart of nvidia-imex per change of that file."""
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-
-import pytest
 
 from computedomain.daemon import modes
 from computedomain.daemon.identity import Identity
@@ -17,18 +15,11 @@ from computedomain.kube.client import ClientConfig, connect
 from computedomain.policies import registry
 from computedomain_sim.apiserver import testing
 from computedomain_sim.imex.hollow import HollowDaemon
-from tests.integration.daemon.cluster import CRDS, Cluster, clique_id
-from tests.unit.daemon.waiting import eventually
+from tests.integration.daemon.cluster import Cluster, clique_id
+from tests.support.polling import eventually
 
 CHILD = ["sh", "-c", 'trap "" USR1; exec sleep 100000']
 POLICIES = registry.load()
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[testing.RunningServer]:
-    with testing.running(tmp_path_factory.mktemp("apiserver")) as running:
-        running.install_crds(CRDS)
-        yield running
 
 
 async def spawn(on_line: Callable[[str], None]) -> ImexProcess:

@@ -6,7 +6,6 @@ left; against the embedded API server with the real client."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -18,16 +17,10 @@ from computedomain.daemon.identity import Identity
 from computedomain.kube import errors, resources
 from computedomain.kube.client import ClientConfig, connect
 from computedomain_sim.apiserver import testing
-from tests.integration.daemon.cluster import CRDS, Cluster, clique_id, random_cd_uid
+from tests.integration.daemon.cluster import Cluster, clique_id, random_cd_uid
+from tests.support.clusters import crd_server
 
 HELD = "IMEXSessionHeldByHost: nvidia-imex cannot start (NV_ERR_IN_USE)"
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[testing.RunningServer]:
-    with testing.running(tmp_path_factory.mktemp("apiserver")) as running:
-        running.install_crds(CRDS)
-        yield running
 
 
 async def test_the_problem_follows_the_keeper_and_startup_clears_it(
@@ -88,8 +81,7 @@ async def test_the_startup_label_rides_out_transient_server_errors_and_conflicts
         response: web.StreamResponse = await handler(request)
         return response
 
-    with testing.running(tmp_path_factory.mktemp("flaky"), stages=[flaky]) as running:
-        running.install_crds(CRDS)
+    with crd_server(tmp_path_factory.mktemp("flaky"), stages=[flaky]) as running:
         api = await connect(ClientConfig(url=running.url, token=running.token, qps=0))
         cluster = Cluster(api, testing.unique_name("flaky"))
         await cluster.create_namespace()

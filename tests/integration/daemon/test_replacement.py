@@ -4,10 +4,7 @@ the entry over, keeps its index, and the old daemon stops writing instead of fig
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from computedomain.daemon import modes
 from computedomain.daemon.identity import Identity
@@ -15,17 +12,10 @@ from computedomain.kube.client import ClientConfig, connect
 from computedomain.policies import registry
 from computedomain_sim.apiserver import testing
 from computedomain_sim.imex.hollow import HollowDaemon
-from tests.integration.daemon.cluster import CRDS, Cluster, clique_id, random_cd_uid
-from tests.unit.daemon.waiting import eventually
+from tests.integration.daemon.cluster import Cluster, clique_id, random_cd_uid
+from tests.support.polling import eventually
 
 POLICIES = registry.load()
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[testing.RunningServer]:
-    with testing.running(tmp_path_factory.mktemp("apiserver")) as running:
-        running.install_crds(CRDS)
-        yield running
 
 
 async def test_the_replacement_pod_wins_without_ping_pong(

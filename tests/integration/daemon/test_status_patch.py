@@ -23,24 +23,23 @@ from computedomain.kube.rest import Api
 from computedomain.policies import builtins
 from computedomain_sim.apiserver import testing
 from tests.integration.controller.test_rbac import RBAC
-from tests.integration.daemon.cluster import CRDS, Cluster, clique_id, random_cd_uid
+from tests.integration.daemon.cluster import Cluster, clique_id, random_cd_uid
+from tests.support.clusters import admin_api, crd_server
 
 POLICY = builtins.LowestFreeIndex()
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[testing.RunningServer]:
-    with testing.running(tmp_path_factory.mktemp("apiserver"), rbac=True) as running:
-        running.install_crds(CRDS)
+    with crd_server(tmp_path_factory.mktemp("apiserver"), rbac=True) as running:
         yield running
 
 
 @pytest.fixture
 async def api(server: testing.RunningServer) -> AsyncIterator[Api]:
     """A client with the server's admin token."""
-    client = await connect(ClientConfig(url=server.url, token=server.token, qps=0))
-    yield client
-    await client.close()
+    async with admin_api(server) as client:
+        yield client
 
 
 class Node:

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 
-from computedomain.kube.client import ClientConfig, connect
 from computedomain.kube.rest import Api
 from computedomain_sim.apiserver import testing
-
-CRDS = Path(__file__).resolve().parents[3] / "deployments" / "base" / "crds"
+from tests.support.clusters import CRDS, admin_api
 
 
 @pytest.fixture(scope="module")
@@ -23,10 +20,5 @@ def crds(apiserver: testing.RunningServer) -> None:
 @pytest.fixture
 async def api(apiserver: testing.RunningServer) -> AsyncIterator[Api]:
     """An Api (admin token, no client-side rate limit) for the module's server."""
-    client = await connect(
-        ClientConfig(url=apiserver.url, token=apiserver.token, qps=0, field_manager="kube-tests")
-    )
-    try:
+    async with admin_api(apiserver, field_manager="kube-tests") as client:
         yield client
-    finally:
-        await client.close()

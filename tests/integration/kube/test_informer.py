@@ -18,7 +18,7 @@ from computedomain.kube.rest import Api
 from computedomain.kube.store import index_by_label
 from computedomain.runtime.clock import ManualClock
 from computedomain_sim.apiserver import testing
-from tests.unit.kube.waiting import wait_until
+from tests.support.polling import eventually
 
 LABEL = "resource.nvidia.com/computeDomain"
 
@@ -83,7 +83,7 @@ async def test_list_then_watch_with_indexes_and_late_handlers(api: Api, namespac
                         namespace=namespace)  # fmt: skip
         await api.create(resources.CONFIG_MAPS, cm("c", namespace, cd="cd1"))
         await api.delete(resources.CONFIG_MAPS, "b", namespace)
-        await wait_until(lambda: len(early.calls) == 5, what="three more events")
+        await eventually(lambda: len(early.calls) == 5, what="three more events")
         assert early.calls[2:] == [("update", "a"), ("add", "c"), ("delete", "b")]
         assert [o["metadata"]["name"] for o in informer.store.by_index("cd", "cd1")] == ["c"]
         assert [o["metadata"]["name"] for o in informer.store.by_index("cd", "cd2")] == ["a"]
@@ -103,7 +103,7 @@ async def test_label_selected_informer_sees_objects_enter_and_leave(
         assert await informer.wait_for_sync(10)
         await api.create(resources.CONFIG_MAPS, cm("x", namespace, cd="other"))
         await api.create(resources.CONFIG_MAPS, cm("y", namespace, cd="mine"))
-        await wait_until(lambda: seen.calls == [("add", "y")], what="only the selected object")
+        await eventually(lambda: seen.calls == [("add", "y")], what="only the selected object")
         assert informer.store.keys() == [f"{namespace}/y"]
 
 
@@ -119,9 +119,9 @@ async def test_resync_redelivers_unchanged_objects_as_same_object_updates(
     informer.add_handler(seen.handler())
     async with running(informer):
         assert await informer.wait_for_sync(10)
-        await wait_until(lambda: clock.sleepers == 1, what="the resync timer")
+        await eventually(lambda: clock.sleepers == 1, what="the resync timer")
         clock.advance(30.0)
-        await wait_until(lambda: seen.resyncs == 1, what="a resync")
+        await eventually(lambda: seen.resyncs == 1, what="a resync")
         assert seen.calls == [("add", "r")]  # a resync is not a change
 
 
@@ -150,8 +150,8 @@ async def test_relist_after_410_diffs_the_store(small_window_server: Any) -> Non
             await api.create(resources.CONFIG_MAPS, cm(f"new-{i}", ns))
         seen.calls.clear()
         async with running(informer):  # resumes its watch from an expired resourceVersion
-            await wait_until(lambda: informer.relists == 1, what="a relist after 410 Gone")
-            await wait_until(lambda: len(seen.calls) == 7, what="the diff's events")
+            await eventually(lambda: informer.relists == 1, what="a relist after 410 Gone")
+            await eventually(lambda: len(seen.calls) == 7, what="the diff's events")
         assert sorted(seen.calls) == sorted(
             [("update", "change"), ("delete", "remove")] + [("add", f"new-{i}") for i in range(5)]
         )

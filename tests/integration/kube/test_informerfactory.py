@@ -14,7 +14,7 @@ from computedomain.kube.informer import FuncHandler
 from computedomain.kube.informerfactory import InformerFactory
 from computedomain.kube.rest import Api
 from computedomain.kube.store import index_by_label, index_by_namespace
-from tests.unit.kube.waiting import wait_until
+from tests.support.polling import eventually
 
 LABEL = "example.com/team"
 BY_TEAM = index_by_label(LABEL)
@@ -41,7 +41,7 @@ async def test_users_of_one_resource_share_one_list_watch_and_see_every_event(
     lists, watches = api.stats.total(verb="list"), api.stats.total(verb="watch")
     async with factory.running([first]), factory.running([second]):
         await api.create(resources.CONFIG_MAPS, cm("x", namespace, "red"), namespace)
-        await wait_until(lambda: all("x" in names for names in seen.values()), what="the add")
+        await eventually(lambda: all("x" in names for names in seen.values()), what="the add")
         # Both users' indexes answer, over one store.
         assert [o["metadata"]["name"] for o in second.store.by_index("team", "red")] == ["x"]
         assert [o["metadata"]["name"] for o in first.store.by_index("namespace", namespace)] == [
@@ -84,17 +84,17 @@ async def test_an_informer_runs_until_its_last_user_leaves(api: Api, namespace: 
 
     async with factory.running([informer]):
         user = asyncio.create_task(short_user())
-        await wait_until(lambda: factory.running_informers() == [informer], what="running")
+        await eventually(lambda: factory.running_informers() == [informer], what="running")
         leaving.set()
         await user
         # The other user is still there: events keep arriving.
         await api.create(resources.CONFIG_MAPS, cm("after", namespace, "blue"), namespace)
-        await wait_until(lambda: "after" in names, what="an event after one user left")
+        await eventually(lambda: "after" in names, what="an event after one user left")
     assert factory.running_informers() == []
     # Started again, it resumes from where it stopped and catches up.
     await api.create(resources.CONFIG_MAPS, cm("later", namespace, "blue"), namespace)
     async with factory.running([informer]):
-        await wait_until(lambda: "later" in names, what="the event missed while stopped")
+        await eventually(lambda: "later" in names, what="the event missed while stopped")
 
 
 async def test_an_informer_from_elsewhere_is_refused(api: Api) -> None:

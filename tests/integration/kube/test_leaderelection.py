@@ -14,7 +14,7 @@ from typing import Any
 from computedomain.kube import resources
 from computedomain.kube.leaderelection import LeaderElector
 from computedomain.kube.rest import Api
-from tests.unit.kube.waiting import wait_until
+from tests.support.polling import eventually
 
 TIMINGS = {"lease_duration": 3.0, "renew_deadline": 2.0, "retry_period": 0.25}
 
@@ -59,15 +59,15 @@ async def test_one_leader_then_failover_when_it_stops_renewing(api: Api, namespa
     a = Candidate(api, namespace, "a", release_on_cancel=False)
     b = Candidate(api, namespace, "b", release_on_cancel=False)
     a.start()
-    await wait_until(lambda: a.leading, what="a to lead")
+    await eventually(lambda: a.leading, what="a to lead")
     b.start()
     try:
-        await wait_until(lambda: b.elector.observed_leader == "a", what="b to see a leading")
+        await eventually(lambda: b.elector.observed_leader == "a", what="b to see a leading")
         assert not b.leading
         assert await holder(api, namespace) == "a"
         await a.stop()  # crash-like: no release, the lease still names a
         assert await holder(api, namespace) == "a"
-        await wait_until(lambda: b.leading, what="b to take over after the lease expires")
+        await eventually(lambda: b.leading, what="b to take over after the lease expires")
         assert await holder(api, namespace) == "b"
         lease = await api.get(resources.LEASES, "lock", namespace)
         assert lease["spec"]["leaseTransitions"] == 1
@@ -81,13 +81,13 @@ async def test_release_on_exit_hands_over_at_once(api: Api, namespace: str) -> N
     a = Candidate(api, namespace, "a")
     b = Candidate(api, namespace, "b")
     a.start()
-    await wait_until(lambda: a.leading, what="a to lead")
+    await eventually(lambda: a.leading, what="a to lead")
     b.start()
     try:
-        await wait_until(lambda: b.elector.observed_leader == "a", what="b to see a leading")
+        await eventually(lambda: b.elector.observed_leader == "a", what="b to see a leading")
         await a.stop()
         assert await holder(api, namespace) == ""  # released: holderIdentity cleared
-        await wait_until(lambda: b.leading, what="b to lead")
+        await eventually(lambda: b.leading, what="b to lead")
         assert not a.elector.is_leader
         assert b.elector.is_leader
     finally:
@@ -98,7 +98,7 @@ async def test_release_on_exit_hands_over_at_once(api: Api, namespace: str) -> N
 async def test_leader_steps_down_when_the_lease_is_taken(api: Api, namespace: str) -> None:
     a = Candidate(api, namespace, "a")
     a.start()
-    await wait_until(lambda: a.leading, what="a to lead")
+    await eventually(lambda: a.leading, what="a to lead")
     await api.patch(
         resources.LEASES, "lock",
         {"spec": {"holderIdentity": "intruder", "leaseDurationSeconds": 3600}},

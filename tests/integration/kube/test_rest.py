@@ -11,7 +11,7 @@ import pytest
 from computedomain.kube import errors, resources
 from computedomain.kube.rest import Api, PatchType
 from computedomain.runtime.clock import ManualClock
-from tests.unit.kube.waiting import wait_until
+from tests.support.polling import eventually
 
 
 def config_map(name: str, namespace: str, **data: str) -> dict[str, Any]:
@@ -152,32 +152,24 @@ async def test_delete_propagation(api: Api, namespace: str) -> None:
             return False
         return True
 
+    async def gone(name: str) -> bool:
+        return not await exists(name)
+
     await owner_and_dependent("orphan")
     await api.delete(resources.CONFIG_MAPS, "orphan", namespace, propagation="Orphan")
-    await _eventually(lambda: exists("orphan"), False)
+    await eventually(lambda: gone("orphan"), within=10, what="orphan deleted")
     dep = await api.get(resources.CONFIG_MAPS, "orphan-dep", namespace)
     assert not dep["metadata"].get("ownerReferences")
 
     await owner_and_dependent("bg")
     await api.delete(resources.CONFIG_MAPS, "bg", namespace, propagation="Background")
-    await _eventually(lambda: exists("bg-dep"), False)
+    await eventually(lambda: gone("bg-dep"), within=10, what="bg-dep deleted")
 
     await owner_and_dependent("fg")
     answer = await api.delete(resources.CONFIG_MAPS, "fg", namespace, propagation="Foreground")
     assert "foregroundDeletion" in answer["metadata"].get("finalizers", [])
-    await _eventually(lambda: exists("fg"), False)
+    await eventually(lambda: gone("fg"), within=10, what="fg deleted")
     assert not await exists("fg-dep")
-
-
-async def _eventually(probe: Any, expected: object, deadline_s: float = 10.0) -> None:
-    loop = asyncio.get_running_loop()
-    end = loop.time() + deadline_s
-    while True:
-        value = await probe()
-        if value == expected:
-            return
-        assert loop.time() < end, f"still {value!r}, wanted {expected!r}"
-        await asyncio.sleep(0.02)
 
 
 async def test_pagination_and_watch(api: Api, namespace: str) -> None:
@@ -229,11 +221,11 @@ async def test_qps_and_burst_limit_what_reaches_the_server(apiserver: Any, names
         tasks = [
             asyncio.create_task(limited.list(resources.CONFIG_MAPS, namespace)) for _ in range(6)
         ]
-        await wait_until(lambda: limited.stats.total() == 2, what="the burst of 2")
-        await wait_until(lambda: clock.sleepers == 4, what="4 requests waiting for tokens")
+        await eventually(lambda: limited.stats.total() == 2, what="the burst of 2")
+        await eventually(lambda: clock.sleepers == 4, what="4 requests waiting for tokens")
         assert limited.stats.total() == 2
         clock.advance(0.25)  # one token at 4 qps
-        await wait_until(lambda: limited.stats.total() == 3, what="one more request")
+        await eventually(lambda: limited.stats.total() == 3, what="one more request")
         assert clock.sleepers == 3
         clock.advance(1.0)
         await asyncio.wait_for(asyncio.gather(*tasks), 10)

@@ -18,7 +18,7 @@ from computedomain.kube.mutationcache import MutationCache
 from computedomain.kube.rest import Api
 from computedomain.kube.store import split_key
 from computedomain.kube.workqueue import RateLimitingQueue, run_workers
-from tests.unit.kube.waiting import wait_until
+from tests.support.polling import eventually
 
 
 def source(name: str, namespace: str, **data: str) -> dict[str, Any]:
@@ -96,7 +96,7 @@ async def test_toy_controller_converges_and_recovers(api: Api, namespace: str) -
 
         await api.delete(resources.CONFIG_MAPS, "a", namespace)
         await _until(mirrors, {"b-mirror": {"k": "3"}})
-        await wait_until(lambda: len(queue) == 0 and not queue.processing, what="an idle queue")
+        await eventually(lambda: len(queue) == 0 and not queue.processing, what="an idle queue")
         assert all(queue.num_requeues(k) == 0 for k in set(handled))
     finally:
         queue.shutdown()

@@ -25,15 +25,15 @@ import pytest
 
 from computedomain.api import names
 from computedomain.kube import errors, resources
-from computedomain.kube.client import ClientConfig, connect
 from computedomain.kube.rest import Api
 from computedomain.kubeletplugin import config as cfg
 from computedomain.kubeletplugin.plugin import KubeletPlugin
 from computedomain.nvml import fake
 from computedomain.proto import dra, kubelet_client
 from computedomain_sim.apiserver import testing
+from tests.support.clusters import CRDS, admin_api
+from tests.support.polling import eventually
 
-CRDS = Path(__file__).resolve().parents[3] / "deployments" / "base" / "crds"
 DRIVER = names.DRIVER_NAME
 DRIVER_NAMESPACE = "nvidia-dra"
 CLIQUE = "0d3c9a1e-5b7f-4e2a-9c8d-1f2e3d4c5b6a.3"
@@ -46,13 +46,8 @@ def crds(apiserver: testing.RunningServer) -> None:
 
 @pytest.fixture
 async def api(apiserver: testing.RunningServer, crds: None) -> AsyncIterator[Api]:
-    client = await connect(
-        ClientConfig(url=apiserver.url, token=apiserver.token, qps=0, field_manager="test")
-    )
-    try:
+    async with admin_api(apiserver, field_manager="test") as client:
         yield client
-    finally:
-        await client.close()
 
 
 @pytest.fixture
@@ -61,21 +56,6 @@ def short_dir() -> Iterator[Path]:
     path = Path(tempfile.mkdtemp(prefix="kp-", dir="/tmp"))
     yield path
     shutil.rmtree(path, ignore_errors=True)
-
-
-async def eventually(check: Any, *, within: float = 15.0, what: str = "condition") -> Any:
-    """Poll ``check`` (sync or async) until it returns a truthy value; fail at the deadline."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + within
-    while True:
-        result = check()
-        if asyncio.iscoroutine(result):
-            result = await result
-        if result:
-            return result
-        if loop.time() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        await asyncio.sleep(0.02)
 
 
 @attrs.define

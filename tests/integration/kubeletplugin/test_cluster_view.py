@@ -13,9 +13,10 @@ from computedomain.kube import resources
 from computedomain.kube.rest import Api
 from computedomain.kubeletplugin.cluster import InformerCluster
 from computedomain.kubeletplugin.wakeups import domain_node_key
+from tests.support.polling import eventually
 from tests.unit.kubeletplugin.test_wakeups import Recorder
 
-from .conftest import CLIQUE, eventually
+from .conftest import CLIQUE
 
 OTHER_CLIQUE = "0d3c9a1e-5b7f-4e2a-9c8d-1f2e3d4c5b6a.4"
 

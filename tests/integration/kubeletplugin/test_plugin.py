@@ -23,7 +23,6 @@ from tests.integration.kubeletplugin.conftest import (
     CLIQUE,
     DRIVER_NAMESPACE,
     World,
-    eventually,
     node_environment,
     read_bytes,
     read_text,
@@ -31,6 +30,7 @@ from tests.integration.kubeletplugin.conftest import (
     reserved_pod,
     running_plugin,
 )
+from tests.support.polling import eventually
 
 
 def checkpoint_of(root: Path) -> cp.Checkpoint:

@@ -20,12 +20,12 @@ from tests.integration.kubeletplugin.conftest import (
     CLIQUE,
     DRIVER_NAMESPACE,
     World,
-    eventually,
     node_environment,
     ref,
     running_plugin,
 )
 from tests.integration.kubeletplugin.test_startup import run_plugin
+from tests.support.polling import eventually
 
 pytestmark = pytest.mark.slow
 

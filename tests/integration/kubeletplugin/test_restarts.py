@@ -19,13 +19,13 @@ from computedomain_sim.apiserver import testing
 from tests.integration.kubeletplugin.conftest import (
     DRIVER_NAMESPACE,
     World,
-    eventually,
     node_environment,
     read_bytes,
     ref,
     start_process,
     write_text,
 )
+from tests.support.polling import eventually
 
 pytestmark = pytest.mark.slow
 

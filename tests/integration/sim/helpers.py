@@ -3,66 +3,15 @@ condition with a deadline (never a bare sleep)."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
-from pathlib import Path
 from typing import Any, TypeVar
 
 from computedomain.kube import errors
 from computedomain.kube.resources import EVENTS, NAMESPACES, PODS
 from computedomain.kube.rest import Api
-from computedomain_sim.cluster.cluster import ClusterConfig, SimCluster
-from computedomain_sim.cluster.topology import Topology
-from computedomain_sim.kubelet.launch import Isolation
+from computedomain_sim.cluster.cluster import SimCluster
+from tests.support.polling import eventually
 
 T = TypeVar("T")
-
-
-@contextlib.asynccontextmanager
-async def running_cluster(
-    state_dir: Path,
-    *,
-    racks: int = 1,
-    nodes_per_rack: int = 2,
-    manifests: Path | None = None,
-    isolation: Isolation | None = None,
-) -> AsyncIterator[SimCluster]:
-    """A started cluster (nodes Ready), stopped afterwards."""
-    cluster = SimCluster(
-        ClusterConfig(
-            state_dir=state_dir,
-            topology=Topology(racks, nodes_per_rack, seed=str(state_dir)),
-            manifests=manifests,
-            isolation=isolation,
-        )
-    )
-    await cluster.start()
-    try:
-        await cluster.wait_ready(components=False, within=30)
-        yield cluster
-    finally:
-        await cluster.stop()
-
-
-async def eventually(
-    check: Callable[[], Awaitable[T | None]], *, within: float = 30.0, what: str = ""
-) -> T:
-    """Poll ``check`` until it returns something truthy; fail after ``within`` seconds."""
-    last: Any = None
-    async with asyncio.timeout(within):
-        while True:
-            try:
-                last = await check()
-            except errors.NotFound as exc:
-                last = exc
-            else:
-                if last:
-                    return last
-            await asyncio.sleep(0.05)
-    raise AssertionError(
-        f"not reached within {within}s: {what} (last: {last!r})"
-    )  # pragma: no cover
 
 
 async def namespace(api: Api, name: str) -> str:

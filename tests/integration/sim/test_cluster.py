@@ -10,8 +10,8 @@ from typing import Any
 from computedomain.kube.resources import DAEMON_SETS, PODS, Resource
 from computedomain_sim.cluster import install, kustomize
 from computedomain_sim.cluster.cluster import DEFAULT_MANIFESTS, DRIVER_NAMESPACE
-
-from .helpers import eventually, running_cluster
+from tests.support.clusters import running_cluster
+from tests.support.polling import eventually
 
 
 async def test_manifests_are_installed_and_their_workloads_placed(tmp_path: Path) -> None:

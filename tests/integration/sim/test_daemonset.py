@@ -17,8 +17,10 @@ from computedomain.kube.rest import PatchType
 from computedomain_sim.apiserver.server import EmbeddedApiServer
 from computedomain_sim.controllers.daemonset_controller import DaemonSetController
 from computedomain_sim.faults.apiserver import ApiFaults
+from tests.support.clusters import running_cluster
+from tests.support.polling import eventually
 
-from .helpers import eventually, namespace, running_cluster
+from .helpers import namespace
 
 LABEL = "resource.nvidia.com/computeDomain"
 
@@ -217,6 +219,16 @@ async def test_a_node_change_syncs_only_the_daemonsets_whose_decision_it_changes
                 return any(p["metadata"]["name"].startswith("imex-cd-1-") for p in items)
 
             await eventually(pod_for_cd1, what="a pod of imex-cd-1 for n0")
+
+            def settled() -> bool:
+                # imex-cd-1's status counts its pod in the controller's cache, and no sync is
+                # queued or running: the pod's own events have been handled.
+                ds = controller.daemonsets.store.get("default/imex-cd-1") or {}
+                scheduled = (ds.get("status") or {}).get("currentNumberScheduled")
+                queue = controller.queue
+                return scheduled == 1 and len(queue) == 0 and not queue.processing
+
+            await eventually(settled, what="imex-cd-1 settled")
             # The readiness change and the label each synced imex-cd-1 (a new pod's events
             # add it again), never imex-cd-2.
             assert set(added) == {"default/imex-cd-1"}

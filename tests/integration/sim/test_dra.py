@@ -23,17 +23,10 @@ from computedomain.kube.resources import (
 )
 from computedomain_sim.kubelet import isolation
 from computedomain_sim.kubelet.launch import Isolation
+from tests.support.clusters import running_cluster
+from tests.support.polling import eventually
 
-from .helpers import (
-    events_for,
-    eventually,
-    gone,
-    log_of,
-    namespace,
-    pod,
-    ready_pod,
-    running_cluster,
-)
+from .helpers import events_for, gone, log_of, namespace, pod, ready_pod
 
 MODES = [Isolation.PATHMAP] + ([Isolation.MOUNTNS] if isolation.mountns_available()[0] else [])
 DRIVER = "test.example.com"

@@ -7,8 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from computedomain.kube.resources import NODES, PODS
+from tests.support.clusters import running_cluster
+from tests.support.polling import eventually
 
-from .helpers import eventually, gone, namespace, pod, ready_pod, running_cluster
+from .helpers import gone, namespace, pod, ready_pod
 
 
 async def test_reboot_restarts_pods_with_a_new_boot_and_empty_cdi_dir(tmp_path: Path) -> None:

@@ -28,8 +28,7 @@ from computedomain.kube.rest import Api
 from computedomain_sim.apiserver.server import EmbeddedApiServer
 from computedomain_sim.hollow import manifests
 from computedomain_sim.hollow.cluster import HollowCluster, HollowConfig
-
-from .helpers import eventually
+from tests.support.polling import eventually
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.slow]
 

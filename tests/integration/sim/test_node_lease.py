@@ -19,7 +19,7 @@ from computedomain.runtime.clock import ManualClock
 from computedomain_sim.apiserver import testing
 from computedomain_sim.kubelet.node import LEASE_NAMESPACE, NodeAgent, NodeConfig
 from computedomain_sim.kubelet.paths import NodePaths
-from tests.unit.kube.waiting import wait_until
+from tests.support.polling import eventually
 
 
 @pytest.fixture
@@ -36,7 +36,7 @@ async def settle(clock: ManualClock, seconds: float) -> None:
     done once it sleeps again)."""
     clock.advance(seconds)
     await asyncio.sleep(0)
-    await wait_until(lambda: clock.sleepers == 1, what="the agent asleep again")
+    await eventually(lambda: clock.sleepers == 1, what="the agent asleep again")
 
 
 def rv(obj: dict[str, Any]) -> int:

@@ -17,7 +17,7 @@ from computedomain.proto import dra
 from computedomain_sim.kubelet.paths import NodePaths
 from computedomain_sim.kubelet.plugins import PluginManager
 from tests.integration.sim import fake_dra_plugin as fake
-from tests.unit.kube.waiting import wait_until
+from tests.support.polling import eventually
 
 
 @pytest.fixture
@@ -82,7 +82,7 @@ async def test_calls_share_a_connection_until_the_plugin_registers_again(
         second = manager.client(fake.DRIVER)
         assert second is not None
         assert second is not first
-        await wait_until(
+        await eventually(
             lambda: first._channel.get_state() is grpc.ChannelConnectivity.SHUTDOWN,
             what="the old connection closed",
         )

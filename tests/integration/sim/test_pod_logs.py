@@ -12,8 +12,10 @@ from kubernetes.aio import client as k8s
 from kubernetes.aio.client.exceptions import ApiException
 
 from computedomain.kube.resources import PODS
+from tests.support.clusters import running_cluster
+from tests.support.polling import eventually
 
-from .helpers import eventually, namespace, pod, ready_pod, running_cluster
+from .helpers import namespace, pod, ready_pod
 
 
 def message(exc: ApiException) -> str:

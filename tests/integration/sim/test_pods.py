@@ -12,18 +12,10 @@ import pytest
 from computedomain.kube.resources import PODS
 from computedomain_sim.kubelet import isolation
 from computedomain_sim.kubelet.launch import Isolation
+from tests.support.clusters import running_cluster
+from tests.support.polling import eventually
 
-from .helpers import (
-    condition,
-    events_for,
-    eventually,
-    gone,
-    log_of,
-    namespace,
-    pod,
-    ready_pod,
-    running_cluster,
-)
+from .helpers import condition, events_for, gone, log_of, namespace, pod, ready_pod
 
 MODES = [Isolation.PATHMAP] + ([Isolation.MOUNTNS] if isolation.mountns_available()[0] else [])
 

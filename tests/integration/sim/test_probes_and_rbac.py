@@ -7,8 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from computedomain.kube.resources import PODS, ROLE_BINDINGS, ROLES, SERVICE_ACCOUNTS
+from tests.support.clusters import running_cluster
+from tests.support.polling import eventually
 
-from .helpers import events_for, eventually, log_of, namespace, pod, ready_pod, running_cluster
+from .helpers import events_for, log_of, namespace, pod, ready_pod
 
 SERVERS = """
 import asyncio, os, http.server, threading

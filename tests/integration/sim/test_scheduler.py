@@ -24,8 +24,7 @@ from computedomain.kube.rest import Api
 from computedomain_sim.apiserver.server import EmbeddedApiServer
 from computedomain_sim.faults.apiserver import ApiFaults
 from computedomain_sim.scheduler.scheduler import Scheduler
-
-from .helpers import eventually
+from tests.support.polling import eventually
 
 NS = "default"
 DRIVER = "test.example.com"

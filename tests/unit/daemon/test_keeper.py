@@ -20,7 +20,7 @@ from computedomain.daemon.keeper import (
     restart_backoff,
 )
 from computedomain.daemon.process import ImexProcess
-from tests.unit.daemon.waiting import eventually
+from tests.support.polling import eventually
 
 CHILD = str(Path(__file__).with_name("fakechild.py"))
 FAST = KeeperTiming(

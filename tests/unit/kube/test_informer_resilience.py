@@ -9,7 +9,7 @@ from computedomain.kube import resources
 from computedomain.kube.client import ClientConfig, connect
 from computedomain.kube.informer import Informer
 from computedomain.runtime.clock import ManualClock
-from tests.unit.kube.waiting import wait_until
+from tests.support.polling import eventually
 
 
 async def test_unreachable_server_is_retried_on_the_clock() -> None:
@@ -18,14 +18,14 @@ async def test_unreachable_server_is_retried_on_the_clock() -> None:
     informer = Informer(api, resources.PODS, clock=clock)
     task = asyncio.create_task(informer.run())
     try:
-        await wait_until(lambda: clock.sleepers == 1, what="the first backoff")
+        await eventually(lambda: clock.sleepers == 1, what="the first backoff")
         assert api.stats.total(code=0) == 1
         assert not await informer.wait_for_sync(0.01)
         deadline = clock.next_deadline()
         assert deadline is not None
         assert 0.8 <= deadline - clock.monotonic() <= 1.6  # jittered 0.8 s first step
         clock.advance(2.0)
-        await wait_until(lambda: api.stats.total(code=0) == 2, what="a second attempt")
+        await eventually(lambda: api.stats.total(code=0) == 2, what="a second attempt")
         assert not task.done()
     finally:
         task.cancel()

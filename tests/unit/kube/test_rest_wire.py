@@ -21,7 +21,7 @@ from computedomain.kube import errors, resources, rest
 from computedomain.kube.client import ClientConfig, ClientConfigError, connect
 from computedomain.kube.rest import Api, PatchType
 from computedomain.runtime.clock import ManualClock
-from tests.unit.kube.waiting import wait_until
+from tests.support.polling import eventually
 
 
 @attrs.define
@@ -255,11 +255,11 @@ async def test_client_side_rate_limit_spaces_requests_on_the_clock(
     try:
         tasks = [asyncio.create_task(api.get(resources.NODES, f"n{i}")) for i in range(5)]
 
-        await wait_until(lambda: len(state.seen) == 2, what="the burst")
-        await wait_until(lambda: clock.sleepers == 3, what="three requests parked on the clock")
+        await eventually(lambda: len(state.seen) == 2, what="the burst")
+        await eventually(lambda: clock.sleepers == 3, what="three requests parked on the clock")
         assert len(state.seen) == 2  # burst spent; the other three wait for virtual time
         clock.advance(0.5)
-        await wait_until(lambda: len(state.seen) == 3, what="one more after 0.5 s")
+        await eventually(lambda: len(state.seen) == 3, what="one more after 0.5 s")
         clock.advance(1.0)
         await asyncio.wait_for(asyncio.gather(*tasks), 10)
     finally:

@@ -4,16 +4,14 @@ the CRDs the project ships in ``deployments/``, which must behave the same on th
 from __future__ import annotations
 
 import copy
-import pathlib
 from typing import Any
 
 import pytest
 import yaml
 
 from computedomain_sim.apiserver.schema import StructuralSchema
+from tests.support.clusters import CRDS
 from tests.unit.sim.schema_crds import COMPUTE_DOMAIN, COMPUTE_DOMAIN_CLIQUE, compute_domain
-
-CRDS = pathlib.Path(__file__).resolve().parents[3] / "deployments" / "base" / "crds"
 
 
 def _shipped(plural: str) -> dict[str, Any] | None:

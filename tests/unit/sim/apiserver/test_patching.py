@@ -28,22 +28,6 @@ def test_merge_patch_rfc7386_examples() -> None:
     assert original == {"a": {"x": 1}}, "the input is not changed"
 
 
-def test_json_patch_ops() -> None:
-    doc = {"a": {"b": [1, 2]}, "c": "x"}
-    ops = [
-        {"op": "add", "path": "/a/b/-", "value": 3},
-        {"op": "add", "path": "/a/b/0", "value": 0},
-        {"op": "replace", "path": "/c", "value": "y"},
-        {"op": "copy", "from": "/c", "path": "/d"},
-        {"op": "move", "from": "/d", "path": "/e"},
-        {"op": "remove", "path": "/a/b/1"},
-        {"op": "test", "path": "/e", "value": "y"},
-        {"op": "add", "path": "/k~1l", "value": True},
-    ]
-    assert patching.json_patch(doc, ops) == {"a": {"b": [0, 2, 3]}, "c": "y", "e": "y", "k/l": True}
-    assert doc == {"a": {"b": [1, 2]}, "c": "x"}
-
-
 @pytest.mark.parametrize(
     ("ops", "message"),
     [

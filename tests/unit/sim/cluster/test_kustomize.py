@@ -110,7 +110,7 @@ def test_images_patches_replacements_and_components(tmp_path: Path) -> None:
         (
             "resources: [deploy.yaml]\npatches:\n  - target: {kind: Deployment}\n"
             "    patch: '[{op: test, path: /kind, value: Pod}]'\n",
-            "test failed",
+            r"patches\[0\]: operation 0: testing value /kind failed",
         ),
         ("resources: [.]\n", "cycle"),
     ],

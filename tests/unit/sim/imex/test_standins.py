@@ -18,7 +18,7 @@ from computedomain.daemon import dnsnames, hostsfile, imexconfig
 from computedomain.kubeletplugin import daemonclaims
 from computedomain.policies import builtins
 from computedomain_sim.imex import status, wrappers
-from tests.unit.daemon.waiting import eventually
+from tests.support.polling import eventually
 
 MAX = 4
 NAMES = dnsnames.all_names(builtins.UpstreamDnsNames(), MAX)

@@ -1,4 +1,5 @@
-"""JSON Patch as RFC 6902 defines it (the operations kustomize patches use)."""
+"""JSON Patch as RFC 6902 defines it: the one implementation, used by PATCH requests and by
+kustomize patches; errors in kube-apiserver's words, carrying the failing operation's index."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from computedomain_sim.cluster.jsonpatch import JsonPatchError, apply_patch
+from computedomain_sim.apiserver.jsonpatch import JsonPatchError, json_patch
 
 DOC = {"spec": {"env": [{"name": "A", "value": "1"}], "a/b": 1, "m~n": 2}}
 
@@ -53,19 +54,25 @@ DOC = {"spec": {"env": [{"name": "A", "value": "1"}], "a/b": 1, "m~n": 2}}
     ],
 )
 def test_operations(ops: list[dict[str, Any]], expected: dict[str, Any]) -> None:
-    assert apply_patch(DOC, ops) == expected
+    assert json_patch(DOC, ops) == expected
 
 
 @pytest.mark.parametrize(
     ("op", "message"),
     [
-        ({"op": "test", "path": "/spec/env/0/name", "value": "B"}, "test failed"),
-        ({"op": "replace", "path": "/spec/nope", "value": 1}, "no member 'nope'"),
-        ({"op": "add", "path": "/spec/env/5", "value": 1}, "out of range"),
-        ({"op": "remove", "path": "/spec/env/01"}, "not an array index"),
-        ({"op": "frobnicate", "path": "/x"}, "unknown op"),
-        ({"op": "add", "path": "x", "value": 1}, "starts with '/'"),
-        ({"op": "add", "path": "/spec/env/0/name/x", "value": 1}, "not an object or array"),
+        (
+            {"op": "test", "path": "/spec/env/0/name", "value": "B"},
+            "testing value /spec/env/0/name failed",
+        ),
+        ({"op": "replace", "path": "/spec/nope", "value": 1}, "replace operation does not apply"),
+        ({"op": "add", "path": "/spec/env/5", "value": 1}, "Unable to access invalid index: 5"),
+        ({"op": "remove", "path": "/spec/env/01"}, "invalid array index '01'"),
+        ({"op": "frobnicate", "path": "/x"}, "Unexpected kind: frobnicate"),
+        ({"op": "add", "path": "x", "value": 1}, "must be empty or start with a"),
+        ({"op": "add", "path": "/spec/env/0/name/x", "value": 1}, "add operation does not apply"),
+        ({"op": "remove", "path": "/spec/zz"}, "Unable to remove nonexistent key: zz"),
+        ({"op": "add", "path": "/x"}, "add operation: missing value"),
+        ({"op": "copy", "path": "/x"}, "copy operation: missing from"),
     ],
     ids=[
         "failed test",
@@ -75,15 +82,26 @@ def test_operations(ops: list[dict[str, Any]], expected: dict[str, Any]) -> None
         "unknown op",
         "bad pointer",
         "scalar parent",
+        "remove missing",
+        "no value",
+        "no from",
     ],
 )
-def test_errors_name_the_operation(op: dict[str, Any], message: str) -> None:
+def test_errors_are_kube_apiservers_and_carry_the_operation(
+    op: dict[str, Any], message: str
+) -> None:
     with pytest.raises(JsonPatchError, match=message) as info:
-        apply_patch(DOC, [{"op": "add", "path": "/z", "value": 0}, op])
-    assert "operation 1" in str(info.value)
+        json_patch(DOC, [{"op": "add", "path": "/z", "value": 0}, op])
+    assert info.value.operation == 1
+
+
+def test_a_patch_that_is_not_a_list_is_refused_as_a_whole() -> None:
+    with pytest.raises(JsonPatchError, match="cannot unmarshal object") as info:
+        json_patch(DOC, {"op": "add"})
+    assert info.value.operation is None
 
 
 def test_input_is_never_changed() -> None:
     before = repr(DOC)
-    apply_patch(DOC, [{"op": "replace", "path": "/spec/env/0/value", "value": "9"}])
+    json_patch(DOC, [{"op": "replace", "path": "/spec/env/0/value", "value": "9"}])
     assert repr(DOC) == before
