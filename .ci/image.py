@@ -247,6 +247,17 @@ def build_arguments(pip: dict[str, str]) -> list[str]:
     return args
 
 
+def drop_replaced(previous: dict[str, object] | None) -> None:
+    """Remove the image the new build took the tag from, once nothing names it (each is a full
+    copy of the image under vfs)."""
+    if previous is None:
+        return
+    image_id = str(previous["FromImageID"])
+    listed = json.loads(buildah("images", "--json", "--all"))
+    if any(image_id.startswith(i["id"]) and not i.get("names") for i in listed):
+        buildah("rmi", image_id, check=False)
+
+
 def report(tag: str, seconds: float, base_note: str) -> dict[str, object]:
     """Size (bytes), layer count and build seconds of the built image."""
     inspected = image_json(tag)
@@ -291,7 +302,9 @@ def main() -> int:
         bud += ["--label", f"org.opencontainers.image.base.name={local}"]
         bud += ["--label", f"org.opencontainers.image.base.digest={digest}"]
     bud += build_arguments(pip_settings())
+    previous = image_json(args.tag)
     buildah(*bud, str(args.context), capture=False)
+    drop_replaced(previous)
     result = report(args.tag, time.monotonic() - started, base_note)
     print(
         f"image {result['image']}: {result['size_mb']} MB, {result['layers']} layers, "
