@@ -11,7 +11,7 @@ PLUGIN_PACKAGES := $(filter-out %.egg-info,$(wildcard plugins/*/computedomain_*)
 PLUGIN_TESTS := $(wildcard plugins/*/tests)
 PYTEST_ARGS ?=
 
-.PHONY: all venv system-deps bytecode nvml-mock demo test scenarios lint typecheck unit proto docs chart bench faults clean
+.PHONY: all venv system-deps image-deps image test-image bytecode nvml-mock demo test scenarios lint typecheck unit proto docs chart bench faults clean
 
 all: test
 
@@ -100,6 +100,31 @@ test: lint bytecode nvml-mock
 	$(VENV)/bin/pytest -n 2 --dist loadgroup --durations=15 $(PYTEST_ARGS); suite=$$?; \
 	wait $$mypy; typed=$$?; echo "== mypy"; cat $(VENV)/mypy.log; \
 	test $$suite -eq 0 && test $$typed -eq 0
+
+# The image, built from the Containerfile with buildah as root (vfs storage, chroot isolation):
+# IMAGE names it, IMAGE_PLUGINS lists the plugins/<name> folders it installs. Where the base
+# image's registry cannot be reached, .ci/image.py builds a stand-in base from Debian's packages
+# with debootstrap (cached under ~/.cache/computedomain). Reports size, layers and build time.
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
+IMAGE ?= localhost/computedomain:$(VERSION)
+IMAGE_PLUGINS ?=
+image-deps:
+	@command -v buildah >/dev/null 2>&1 && command -v debootstrap >/dev/null 2>&1 || { \
+	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	      buildah debootstrap debian-archive-keyring; \
+	  else echo "error: install buildah and debootstrap (see README)"; exit 1; fi; }
+
+image: image-deps venv
+	$(PY) .ci/image.py --tag $(IMAGE) --plugins "$(IMAGE_PLUGINS)" --report $(VENV)/image.json
+
+# The image tests (tests/image, outside `make test`: they need root and buildah): the programs
+# answer in the image, its contents, its user, and its controller reconciling a simulated
+# cluster. The test image carries one plugin, so that a named plugin is seen installed.
+test-image: IMAGE_PLUGINS = dns-suffix
+test-image: image bytecode nvml-mock
+	COMPUTEDOMAIN_IMAGE=$(IMAGE) COMPUTEDOMAIN_IMAGE_PLUGINS="$(IMAGE_PLUGINS)" \
+	  $(VENV)/bin/pytest tests/image $(PYTEST_ARGS)
 
 # Only the simulation scenario suite (tests/e2e modules marked `scenario`), e.g. after a change
 # to the simulation.

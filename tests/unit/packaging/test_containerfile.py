@@ -1,11 +1,12 @@
-"""The Containerfile, checked statically (no container engine runs in CI).
+"""The Containerfile read as text: what the built image cannot show.
 
-What a build would prove, read off the recipe instead: a pinned base, a build stage that makes
-the wheel and installs it with the constraints, a final stage with only the environment and the
-launchers (no compiler, no pip), a non-root default user, OCI labels that agree with
-pyproject.toml, every copied source present and inside the build context, and a smoke test of
-every program and alias. The wheel and the programs themselves are exercised by
-``tests/integration/plugins/test_fresh_install.py``.
+A base pinned by exact tag and digest (a build where the registry is unreachable uses a local
+stand-in, so the image does not show the pin), OCI labels that agree with pyproject.toml, a build
+stage that makes the wheel and installs it with the constraints, a final stage that takes only
+the environment and the launchers, and a build context (.containerignore) that holds every
+copied source and none of the local state, tests or the simulation. What the image does (its
+programs, contents, user, a controller reconciling a cluster) is tested on the built image by
+``tests/image`` (`make test-image`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ PINNED = re.compile(
     r"(?P<name>[a-z0-9./-]+):(?P<tag>\d+\.\d+\.\d+[a-z0-9.-]*)@(?P<digest>sha256:[0-9a-f]{64})"
 )
 VENV = "/opt/computedomain/venv"
-BUILD_TOOLS = ("gcc", "g++", "clang", "build-essential", "make ", "cmake", "apt-get install")
 
 
 def local_copies() -> list[tuple[str, list[str]]]:
@@ -111,7 +111,13 @@ def test_what_the_wheels_need_is_in_the_build_context(path: str) -> None:
 
 @pytest.mark.parametrize(
     "path",
-    [".venv/bin/python", ".git/HEAD", "computedomain/__pycache__/x.pyc", "tests/conftest.py"],
+    [
+        ".venv/bin/python",
+        ".git/HEAD",
+        "computedomain/__pycache__/x.pyc",
+        "tests/conftest.py",
+        "sim/computedomain_sim/__init__.py",
+    ],
 )
 def test_local_state_and_tests_stay_out_of_the_build_context(path: str) -> None:
     assert containerfile.ignored(IGNORE, path)
@@ -130,28 +136,6 @@ def test_the_final_stage_copies_only_the_environment_from_the_build_stage() -> N
     assert all(c.flags()["from"] in names for c in staged)
 
 
-def test_the_final_stage_has_no_build_tools_and_removes_pip() -> None:
-    runs = [run.text for run in RECIPE.final.all("RUN")]
-    text = " ".join(runs)
-    for tool in BUILD_TOOLS:
-        assert tool not in text, f"final stage runs {tool!r}"
-    assert "pip install" not in text
-    assert re.search(r"pip uninstall --yes [-\w ]*\bpip setuptools wheel\b", text)
-
-
-def test_the_default_user_is_not_root_and_exists() -> None:
-    users = RECIPE.final.all("USER")
-    assert users
-    uid, _, gid = users[-1].text.partition(":")
-    assert uid.isdigit(), "numeric, so that runAsNonRoot can verify it"
-    assert gid.isdigit()
-    assert int(uid) != 0
-    assert int(gid) != 0
-    text = " ".join(run.text for run in RECIPE.final.all("RUN"))
-    assert f"useradd --system --uid {uid} --gid {gid}" in text
-    assert f"groupadd --system --gid {gid}" in text
-
-
 def test_the_launchers_are_copied_and_on_the_path_after_the_environment() -> None:
     copies = dict(local_copies())
     assert copies["final"] == ["bin/"]
@@ -161,12 +145,6 @@ def test_the_launchers_are_copied_and_on_the_path_after_the_environment() -> Non
     entries = path.group(1).split(":")
     assert entries.index(f"{VENV}/bin") < entries.index("/opt/computedomain/bin")
     assert f"COMPUTEDOMAIN_PYTHON={VENV}/bin/python" in env
-
-
-def test_every_program_and_alias_is_smoke_tested_in_the_image() -> None:
-    text = " ".join(run.text for run in RECIPE.final.all("RUN"))
-    for name in [*project.scripts(), *project.ALIASES]:
-        assert f"{name} --version" in text
 
 
 def test_every_launcher_the_image_ships_is_executable() -> None:
