@@ -11,7 +11,7 @@ PLUGIN_PACKAGES := $(filter-out %.egg-info,$(wildcard plugins/*/computedomain_*)
 PLUGIN_TESTS := $(wildcard plugins/*/tests)
 PYTEST_ARGS ?=
 
-.PHONY: all venv system-deps bytecode demo test scenarios lint typecheck unit proto docs bench faults clean
+.PHONY: all venv system-deps bytecode demo test scenarios lint typecheck unit proto docs bench faults clean kube-bins
 
 all: test
 
@@ -97,6 +97,14 @@ bench: bytecode
 # one line per cluster run (seed, faults by kind, violations).
 faults: bytecode
 	$(VENV)/bin/pytest -n 2 --dist loadgroup tests/faults --faults-long $(PYTEST_ARGS)
+
+# The real control plane of `--control-plane kube` (etcd, kube-apiserver, kube-controller-manager,
+# kube-scheduler at the versions sim/controlplane/go.mod pins), built with Go (>= 1.26; modules
+# from the Go proxy) into a per-version cache outside the tree, by default
+# ~/.cache/computedomain/kube-<version>-etcd-<version>/bin. Nothing is rebuilt while the cache
+# matches the module's files; the first build is long (see README).
+kube-bins:
+	@sim/controlplane/build.sh
 
 clean:
 	rm -rf $(VENV) .sim .pytest_cache .mypy_cache .ruff_cache
