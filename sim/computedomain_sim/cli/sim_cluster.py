@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from computedomain_sim.cluster import service
-from computedomain_sim.cluster.defaults import DEFAULT_MANIFESTS
+from computedomain_sim.cluster.defaults import DEFAULT_MANIFESTS, ControlPlane
 from computedomain_sim.cluster.layout import StateLayout
 from computedomain_sim.kubelet.launch import Isolation
 
@@ -74,11 +74,24 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
         help="ready once the nodes are, without waiting for the controller and plugin pods",
     )
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for ready")
+    add_control_plane_argument(parser)
     parser.add_argument(
         "--rbac-usage",
         type=Path,
         help="append to this file, as JSON lines, which RBAC rule allowed (or that none "
         "allowed) each request of a non-admin user",
+    )
+
+
+def add_control_plane_argument(parser: argparse.ArgumentParser) -> None:
+    """``--control-plane``: the simulation's own API server, scheduler and controllers, or
+    Kubernetes' (built by ``make kube-bins``)."""
+    parser.add_argument(
+        "--control-plane",
+        choices=[c.value for c in ControlPlane],
+        default=ControlPlane.EMBEDDED.value,
+        help="embedded: the simulation's API server, scheduler and controllers; kube: etcd, "
+        "kube-apiserver, kube-scheduler and kube-controller-manager (make kube-bins)",
     )
 
 
@@ -92,6 +105,7 @@ def run_arguments(args: argparse.Namespace) -> list[str]:
         f"--manifests={args.manifests}",
         f"--port={args.port}",
         f"--timeout={args.timeout}",
+        f"--control-plane={args.control_plane}",
     ]
     if args.imex_path:
         out.append(f"--imex-path={args.imex_path}")

@@ -20,6 +20,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
+from computedomain_sim.cli.sim_cluster import add_control_plane_argument
 from computedomain_sim.cluster import service
 from computedomain_sim.cluster.layout import StateLayout
 
@@ -59,6 +60,7 @@ def register(commands: Commands) -> None:
         action="store_true",
         help="after the summary, leave the cluster up for kubectl until Ctrl-C or SIGTERM",
     )
+    add_control_plane_argument(demo)
 
 
 def _interrupt(signum: int, _frame: FrameType | None) -> None:
@@ -125,4 +127,5 @@ def _run_args(args: argparse.Namespace, layout: StateLayout) -> list[str]:
         f"--nodes-per-rack={args.nodes_per_rack}",
         f"--timeout={args.timeout}",
         "--no-wait-components",
+        f"--control-plane={args.control_plane}",
     ]
