@@ -11,7 +11,7 @@ PLUGIN_PACKAGES := $(filter-out %.egg-info,$(wildcard plugins/*/computedomain_*)
 PLUGIN_TESTS := $(wildcard plugins/*/tests)
 PYTEST_ARGS ?=
 
-.PHONY: all venv system-deps bytecode demo test scenarios lint typecheck unit proto docs bench faults clean kube-bins
+.PHONY: all venv system-deps bytecode demo test scenarios lint typecheck unit proto docs bench faults clean kube-bins test-kube
 
 all: test
 
@@ -105,6 +105,11 @@ faults: bytecode
 # matches the module's files; the first build is long (see README).
 kube-bins:
 	@sim/controlplane/build.sh
+
+# The end-to-end scenarios that run on the real control plane too, run on it (built first).
+KUBE_SCENARIOS := tests/e2e/test_smoke.py tests/e2e/test_channels.py
+test-kube: bytecode kube-bins
+	$(VENV)/bin/pytest -n 2 --dist loadgroup --control-plane=kube $(KUBE_SCENARIOS) $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) .sim .pytest_cache .mypy_cache .ruff_cache
