@@ -107,7 +107,10 @@ kube-bins:
 	@sim/controlplane/build.sh
 
 # The end-to-end scenarios that run on the real control plane too, run on it (built first).
-KUBE_SCENARIOS := tests/e2e/test_smoke.py tests/e2e/test_channels.py
+# Not yet: those that need the embedded server's RBAC usage log (IP mode, leader election,
+# least privilege) or its fault injection, the doctor's and the benchmarks'.
+KUBE_SCENARIOS := $(addprefix tests/e2e/test_,$(addsuffix .py,smoke channels teardown \
+	two_domains failover restarts numnodes labelled_node host_imex_conflict workloads))
 test-kube: bytecode kube-bins
 	$(VENV)/bin/pytest -n 2 --dist loadgroup --control-plane=kube $(KUBE_SCENARIOS) $(PYTEST_ARGS)
 

@@ -11,6 +11,7 @@ cores). The modules leave the nodes free after each test (:func:`.kit_extra.rele
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -93,6 +94,7 @@ def sim_up(tmp_path: Path, control_plane: str) -> Iterator[SimUp]:
         timeout=within + 60,
     )
     assert result.returncode == 0, result.stderr
+    assert json.loads(StateLayout(state).state_file.read_text())["controlPlane"] == control_plane
     up = SimUp(state, Path(result.stdout.strip().splitlines()[-1]))
     try:
         yield up
@@ -118,7 +120,8 @@ def default_cluster(
         "scen2-default-sim",
         racks=1,
         nodes_per_rack=4,
-        extra_args=[f"--imex-path={imex_path}", f"--control-plane={control_plane}"],
+        extra_args=[f"--imex-path={imex_path}"],
+        control_plane=control_plane,
     ) as cluster:
         yield kit_extra.Shared(cluster, markers)
 
