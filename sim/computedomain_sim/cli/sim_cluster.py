@@ -59,7 +59,12 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
         choices=[m.value for m in Isolation],
         help="container isolation (default: detect)",
     )
-    parser.add_argument("--port", type=int, default=0, help="API server port (0: any free port)")
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=0,
+        help="API server port (0: any free port, 6443 on the kube control plane)",
+    )
     parser.add_argument(
         "--no-tls",
         dest="tls",
