@@ -108,9 +108,11 @@ kube-bins:
 
 # The end-to-end scenarios that run on the real control plane too, run on it (built first).
 # Not yet: those that need the embedded server's RBAC usage log (IP mode, leader election,
-# least privilege) or its fault injection, the doctor's and the benchmarks'.
+# least privilege) or its fault injection, the doctor's and the benchmarks'. slice_policy runs
+# only here: the embedded server does not enforce ValidatingAdmissionPolicies.
 KUBE_SCENARIOS := $(addprefix tests/e2e/test_,$(addsuffix .py,smoke channels teardown \
-	two_domains failover restarts numnodes labelled_node host_imex_conflict workloads))
+	two_domains failover restarts numnodes labelled_node host_imex_conflict workloads \
+	slice_policy))
 test-kube: bytecode kube-bins
 	$(VENV)/bin/pytest -n 2 --dist loadgroup --control-plane=kube $(KUBE_SCENARIOS) $(PYTEST_ARGS)
 
