@@ -17,6 +17,16 @@ settings.register_profile(
 settings.load_profile("computedomain")
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--control-plane",
+        choices=["embedded", "kube"],
+        default="embedded",
+        help="the control plane of the end-to-end scenarios' simulated clusters: the embedded "
+        "one, or the real one of `make kube-bins` (what `make test-kube` runs)",
+    )
+
+
 @pytest.fixture(scope="module")
 def apiserver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[testing.RunningServer]:
     """A running embedded API server (one per test module), with a kubeconfig."""

@@ -11,6 +11,7 @@ cores). The modules leave the nodes free after each test (:func:`.kit_extra.rele
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -70,20 +71,30 @@ def processes_mentioning(text: str) -> list[int]:
     return found
 
 
+@pytest.fixture(scope="session")
+def control_plane(pytestconfig: pytest.Config) -> str:
+    """The scenarios' control plane (``--control-plane``): ``embedded`` or ``kube``."""
+    return str(pytestconfig.getoption("control_plane"))
+
+
 @pytest.fixture
-def sim_up(tmp_path: Path) -> Iterator[SimUp]:
+def sim_up(tmp_path: Path, control_plane: str) -> Iterator[SimUp]:
     """``sim up`` (1 rack, 2 nodes, not waiting for the driver's components), torn down after."""
     state = tmp_path / "sim"
+    within = 60 if control_plane == "embedded" else 150  # a real API server starts slower
     result = run_cli(
         "up",
         f"--state-dir={state}",
         "--racks=1",
         "--nodes-per-rack=2",
         "--no-wait-components",
-        "--timeout=60",
+        f"--timeout={within}",
+        f"--control-plane={control_plane}",
         check=False,
+        timeout=within + 60,
     )
     assert result.returncode == 0, result.stderr
+    assert json.loads(StateLayout(state).state_file.read_text())["controlPlane"] == control_plane
     up = SimUp(state, Path(result.stdout.strip().splitlines()[-1]))
     try:
         yield up
@@ -93,7 +104,9 @@ def sim_up(tmp_path: Path) -> Iterator[SimUp]:
 
 
 @pytest.fixture(scope="session")
-def default_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[kit_extra.Shared]:
+def default_cluster(
+    tmp_path_factory: pytest.TempPathFactory, control_plane: str
+) -> Iterator[kit_extra.Shared]:
     """The simulation's manifests on one rack of four nodes, the IMEX stand-ins behind
     :func:`.kit_extra.imex_wrappers`. Each test frees the nodes it used."""
     from . import kit, kit_extra  # kit imports this module: import it once the tests run
@@ -108,6 +121,7 @@ def default_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[kit_ex
         racks=1,
         nodes_per_rack=4,
         extra_args=[f"--imex-path={imex_path}"],
+        control_plane=control_plane,
     ) as cluster:
         yield kit_extra.Shared(cluster, markers)
 

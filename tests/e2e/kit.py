@@ -146,17 +146,23 @@ def module_cluster(
     racks: int = 2,
     nodes_per_rack: int = 2,
     extra_args: Sequence[str] = (),
+    control_plane: str = "embedded",
 ) -> Iterator[Cluster]:
-    """``sim up`` a cluster of ``racks`` x ``nodes_per_rack`` nodes (named ``r<i>n<j>``),
-    yield it, ``sim down`` after. Fails the test with ``sim up``'s stderr if it does not start."""
+    """``sim up`` a cluster of ``racks`` x ``nodes_per_rack`` nodes (named ``r<i>n<j>``) on
+    ``control_plane``, yield it, ``sim down`` after. Fails the test with ``sim up``'s stderr if
+    it does not start."""
     state = tmp_path_factory.mktemp(name) / "sim"
     result = run_cli(
         "up", f"--state-dir={state}", f"--racks={racks}", f"--nodes-per-rack={nodes_per_rack}",
-        "--timeout=150", *extra_args, check=False, timeout=200,
+        "--timeout=150", f"--control-plane={control_plane}", *extra_args,
+        check=False, timeout=200,
     )  # fmt: skip
     nodes = tuple(f"r{r}n{n}" for r in range(racks) for n in range(nodes_per_rack))
     try:
         assert result.returncode == 0, result.stderr
+        assert (
+            json.loads(StateLayout(state).state_file.read_text())["controlPlane"] == control_plane
+        )
         yield Cluster(state, Path(result.stdout.strip().splitlines()[-1]), nodes)
     finally:
         run_cli("down", f"--state-dir={state}", check=False)

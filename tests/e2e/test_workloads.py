@@ -38,8 +38,10 @@ DOMAIN = "job"
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[kit.Cluster]:
-    with kit.module_cluster(tmp_path_factory, "workloads", racks=2, nodes_per_rack=2) as up:
+def cluster(tmp_path_factory: pytest.TempPathFactory, control_plane: str) -> Iterator[kit.Cluster]:
+    with kit.module_cluster(
+        tmp_path_factory, "workloads", racks=2, nodes_per_rack=2, control_plane=control_plane
+    ) as up:
         yield up
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from computedomain_sim.cluster import service
-from computedomain_sim.cluster.defaults import DEFAULT_MANIFESTS
+from computedomain_sim.cluster.defaults import DEFAULT_MANIFESTS, ControlPlane
 from computedomain_sim.cluster.layout import StateLayout
 from computedomain_sim.kubelet.launch import Isolation
 
@@ -63,7 +63,12 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
         choices=[m.value for m in Isolation],
         help="container isolation (default: detect)",
     )
-    parser.add_argument("--port", type=int, default=0, help="API server port (0: any free port)")
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=0,
+        help="API server port (0: any free port, 6443 on the kube control plane)",
+    )
     parser.add_argument(
         "--no-tls",
         dest="tls",
@@ -78,6 +83,7 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
         help="ready once the nodes are, without waiting for the controller and plugin pods",
     )
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for ready")
+    add_control_plane_argument(parser)
     parser.add_argument(
         "--rbac-usage",
         type=Path,
@@ -101,6 +107,18 @@ def add_nvml_backend_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_control_plane_argument(parser: argparse.ArgumentParser) -> None:
+    """``--control-plane``: the simulation's own API server, scheduler and controllers, or
+    Kubernetes' (built by ``make kube-bins``)."""
+    parser.add_argument(
+        "--control-plane",
+        choices=[c.value for c in ControlPlane],
+        default=ControlPlane.EMBEDDED.value,
+        help="embedded: the simulation's API server, scheduler and controllers; kube: etcd, "
+        "kube-apiserver, kube-scheduler and kube-controller-manager (make kube-bins)",
+    )
+
+
 def run_arguments(args: argparse.Namespace) -> list[str]:
     """The ``sim run`` arguments for ``sim up``'s parsed flags."""
     out = [
@@ -112,6 +130,7 @@ def run_arguments(args: argparse.Namespace) -> list[str]:
         f"--manifests={NO_MANIFESTS if args.manifests is None else args.manifests.absolute()}",
         f"--port={args.port}",
         f"--timeout={args.timeout}",
+        f"--control-plane={args.control_plane}",
     ]
     if args.imex_path:
         out.append(f"--imex-path={args.imex_path}")

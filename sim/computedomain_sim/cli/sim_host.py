@@ -21,7 +21,7 @@ from computedomain.runtime import logs
 from computedomain_sim import nvmlmock
 from computedomain_sim.cli.sim_cluster import DEFAULT_STATE, add_cluster_arguments
 from computedomain_sim.cluster import hosting, report, service
-from computedomain_sim.cluster.cluster import ClusterConfig
+from computedomain_sim.cluster.cluster import ClusterConfig, ControlPlane
 from computedomain_sim.cluster.layout import StateLayout
 from computedomain_sim.cluster.topology import Topology
 from computedomain_sim.imex import wrappers
@@ -42,11 +42,12 @@ def register(commands: Commands) -> None:
 def cluster_config(args: argparse.Namespace) -> ClusterConfig:
     """The cluster ``sim run`` hosts. Without ``--imex-path`` the daemons run the IMEX
     stand-ins (their wrapper directory is created); with ``--nvml-backend real`` the mock NVML
-    library is built first. Raises ValueError for a bad topology, MockBuildError."""
+    library is built first. Raises ValueError for a bad topology or flags the control plane
+    cannot honour, MockBuildError."""
     backend = nvmlmock.NvmlBackend(args.nvml_backend)
     if backend is nvmlmock.NvmlBackend.REAL:
         nvmlmock.build()
-    return ClusterConfig(
+    config = ClusterConfig(
         state_dir=args.state_dir,
         topology=Topology(
             args.racks,
@@ -61,7 +62,10 @@ def cluster_config(args: argparse.Namespace) -> ClusterConfig:
         port=args.port,
         tls=args.tls,
         rbac_usage=args.rbac_usage,
+        control_plane=ControlPlane(args.control_plane),
     )
+    config.check()
+    return config
 
 
 def run_run(args: argparse.Namespace) -> int:

@@ -12,6 +12,11 @@ DaemonSet/Deployment/resourceclaim controllers, pod GC and one kubelet per node 
 :class:`.topology.Topology` (each kubelet puts the CA into its pods' service account kubeconfig
 and projected ``ca.crt``). The components of ``deployments/`` then run as real processes in the
 simulated pods. :meth:`SimCluster.stop` kills every process and stops the server.
+
+With ``control_plane=kube`` the API server, scheduler and controllers are Kubernetes' own
+(:mod:`computedomain_sim.controlplane.kube`, on the block's control-plane address) and none of
+the simulation's run; the admin kubeconfig holds a ``system:masters`` client certificate, and
+each kubelet talks to the API server as ``system:node:<name>`` with a certificate of its own.
 """
 
 from __future__ import annotations
@@ -44,15 +49,17 @@ from computedomain_sim.controllers.job_controller import JobController
 from computedomain_sim.controllers.podgc import PodGarbageCollector
 from computedomain_sim.controllers.resourceclaim_controller import ResourceClaimController
 from computedomain_sim.controllers.statefulset_controller import StatefulSetController
+from computedomain_sim.controlplane import binaries
+from computedomain_sim.controlplane.kube import KubeControlPlane
 from computedomain_sim.kubelet import isolation
 from computedomain_sim.kubelet.ips import AddressBlock
 from computedomain_sim.kubelet.kubelet import Kubelet, KubeletSettings
-from computedomain_sim.kubelet.launch import Image, Isolation
+from computedomain_sim.kubelet.launch import ENV_ISOLATION, Image, Isolation
 from computedomain_sim.kubelet.paths import NodePaths
 from computedomain_sim.scheduler.scheduler import Scheduler
 
 from . import install, kustomize, topology
-from .defaults import DEFAULT_MANIFESTS
+from .defaults import DEFAULT_MANIFESTS, ControlPlane
 from .layout import StateLayout
 
 __all__ = [
@@ -60,6 +67,7 @@ __all__ = [
     "DRIVER_NAMESPACE",
     "PROGRAMS",
     "ClusterConfig",
+    "ControlPlane",
     "SimCluster",
     "image_for",
 ]
@@ -86,12 +94,27 @@ class ClusterConfig:
     isolation: Isolation | None = None  # None: detect
     settings: KubeletSettings = attrs.field(factory=KubeletSettings)
     use_kubectl: bool | None = None  # for rendering; None: when installed
-    port: int = 0
+    port: int = 0  # the API server's; 0: any free port (embedded), 6443 (kube)
     tls: bool = True  # HTTPS: kubectl and client-go send tokens only over TLS
+    control_plane: ControlPlane = ControlPlane.EMBEDDED
     rbac_usage: Path | None = None  # record which RBAC rule allowed each request (rbac_usage)
     # Extra API server pipeline stages (fault injection, request accounting: see
     # computedomain_sim.apiserver.pipeline), after the RBAC usage log's.
     api_stages: tuple[Any, ...] = ()
+
+    def check(self) -> None:
+        """Raise ValueError, naming the field, for what the chosen control plane cannot do."""
+        if self.control_plane is not ControlPlane.KUBE:
+            return
+        embedded_only = {
+            "tls": not self.tls,
+            "rbac_usage": self.rbac_usage is not None,
+            "api_stages": bool(self.api_stages),
+        }
+        for name, asked in embedded_only.items():
+            if asked:
+                msg = f"{name}: only the embedded control plane has it (control_plane=kube)"
+                raise ValueError(msg)
 
 
 def image_for(imex_path: str | None, trusted_ca: Path | None = None) -> Image:
@@ -134,7 +157,9 @@ class SimCluster:
         self.config = config
         self.layout = StateLayout(config.state_dir)
         self.server: EmbeddedApiServer | None = None
+        self.control_plane: KubeControlPlane | None = None
         self.api: Api | None = None
+        self._node_apis: list[Api] = []
         self.addresses: AddressBlock | None = None
         self.isolation: Isolation = Isolation.PATHMAP
         self.kubelets: dict[str, Kubelet] = {}
@@ -142,6 +167,8 @@ class SimCluster:
 
     @property
     def url(self) -> str:
+        if self.control_plane is not None:
+            return self.control_plane.url
         assert self.server is not None
         return self.server.url
 
@@ -155,10 +182,46 @@ class SimCluster:
             raise
 
     async def _start(self) -> None:
+        self.config.check()
         self.isolation = self.config.isolation or isolation.detect()
         self.addresses = AddressBlock.acquire()
         node_configs = topology.nodes(self.config.topology, self.addresses.node_address)
         self.layout.create([n.name for n in node_configs])
+        if self.config.control_plane is ControlPlane.KUBE:
+            ca_file: Path | None = await self._start_kube()
+        else:
+            ca_file = await self._start_embedded()
+        if self.config.manifests is not None:
+            objects = kustomize.render(self.config.manifests, use_kubectl=self.config.use_kubectl)
+            await install.install(self._api(), objects)
+        if self.server is not None:
+            self._start_controllers()
+        image = image_for(self.config.imex_path, ca_file)
+        ca_pem = ca_file.read_bytes() if ca_file is not None else None
+        for node in node_configs:
+            api = await self._node_api(node.name)
+            events = EventRecorder(api, component="kubelet", host=node.name)
+            kubelet = Kubelet(
+                api,
+                node,
+                NodePaths(self.layout.node_root(node.name)),
+                addresses=self.addresses,
+                image=image,
+                isolation=self.isolation,
+                events=events,
+                server_url=self.url,
+                pid_dir=self.layout.pids_dir,
+                settings=self.config.settings,
+                server_ca=ca_pem,
+            )
+            self.kubelets[node.name] = kubelet
+            self._tasks.append(asyncio.create_task(events.run(), name=f"events-{node.name}"))
+            self._tasks.append(asyncio.create_task(kubelet.run(), name=f"kubelet-{node.name}"))
+        for kubelet in self.kubelets.values():
+            await _first(kubelet.wait_ready(), self._tasks)
+
+    async def _start_embedded(self) -> Path | None:
+        """Start the embedded API server and connect as admin; its CA file (None: HTTP)."""
         stages: list[Any] = []
         if self.config.rbac_usage is not None:
             stages.append(rbac_usage.stage(rbac_usage.UsageLog(self.config.rbac_usage)))
@@ -183,9 +246,32 @@ class SimCluster:
                 ca_file=str(cert.cert_path) if cert is not None else None,
             )
         )
-        if self.config.manifests is not None:
-            objects = kustomize.render(self.config.manifests, use_kubectl=self.config.use_kubectl)
-            await install.install(self.api, objects)
+        return cert.cert_path if cert is not None else None
+
+    async def _start_kube(self) -> Path:
+        """Start the real control plane and connect as admin; returns the cluster CA file."""
+        assert self.addresses is not None
+        programs = await asyncio.to_thread(binaries.locate)
+        plane = KubeControlPlane(
+            self.layout.control_plane_dir,
+            self.addresses.control_plane_address(),
+            binaries=programs,
+            logs_dir=self.layout.logs_dir,
+            pid_dir=self.layout.pids_dir,
+            # The marker is how `sim down` recognises the programs as the simulation's.
+            env={"PATH": SYSTEM_PATH, ENV_ISOLATION: str(self.isolation)},
+            apiserver_port=self.config.port or None,
+        )
+        self.control_plane = plane
+        await plane.start()
+        await asyncio.to_thread(plane.write_admin_kubeconfig, self.layout.kubeconfig)
+        self.api = await connect(
+            ClientConfig(kubeconfig=str(self.layout.kubeconfig), qps=0, user_agent="sim")
+        )
+        return plane.ca_file
+
+    def _start_controllers(self) -> None:
+        """The simulation's scheduler and controllers (the embedded control plane's)."""
         # The control plane's controllers share their informers, as kube-controller-manager's do.
         shared = InformerFactory(self._api(), prefix="control-plane")
         controllers: dict[str, Any] = {
@@ -199,27 +285,18 @@ class SimCluster:
         }
         for name, kind in controllers.items():
             self._spawn(name, functools.partial(_run_controller, kind, self._api(), shared))
-        image = image_for(self.config.imex_path, cert.cert_path if cert is not None else None)
-        for node in node_configs:
-            events = EventRecorder(self._api(), component="kubelet", host=node.name)
-            kubelet = Kubelet(
-                self._api(),
-                node,
-                NodePaths(self.layout.node_root(node.name)),
-                addresses=self.addresses,
-                image=image,
-                isolation=self.isolation,
-                events=events,
-                server_url=self.server.url,
-                pid_dir=self.layout.pids_dir,
-                settings=self.config.settings,
-                server_ca=cert.cert_pem if cert is not None else None,
-            )
-            self.kubelets[node.name] = kubelet
-            self._tasks.append(asyncio.create_task(events.run(), name=f"events-{node.name}"))
-            self._tasks.append(asyncio.create_task(kubelet.run(), name=f"kubelet-{node.name}"))
-        for kubelet in self.kubelets.values():
-            await _first(kubelet.wait_ready(), self._tasks)
+
+    async def _node_api(self, node: str) -> Api:
+        """The client of ``node``'s kubelet: the admin's with the embedded control plane, one
+        authenticating as ``system:node:<node>`` with the real one."""
+        if self.control_plane is None:
+            return self._api()
+        kubeconfig = await asyncio.to_thread(self.control_plane.node_kubeconfig, node)
+        api = await connect(
+            ClientConfig(kubeconfig=str(kubeconfig), qps=0, user_agent=f"kubelet/{node}")
+        )
+        self._node_apis.append(api)
+        return api
 
     def _api(self) -> Api:
         assert self.api is not None
@@ -288,6 +365,8 @@ class SimCluster:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks.clear()
+        while self._node_apis:
+            await self._node_apis.pop().close()
         if self.api is not None:
             await self.api.close()
             self.api = None
@@ -295,6 +374,9 @@ class SimCluster:
             with contextlib.suppress(Exception):
                 await self.server.stop()
             self.server = None
+        if self.control_plane is not None:
+            await self.control_plane.stop()
+            self.control_plane = None
         if self.addresses is not None:
             self.addresses.release()
             self.addresses = None
@@ -304,7 +386,8 @@ class SimCluster:
     def describe(self) -> dict[str, Any]:
         """What ``cluster.json`` records about the running cluster. Pure."""
         return {
-            "url": self.server.url if self.server is not None else "",
+            "url": self.url if (self.server, self.control_plane) != (None, None) else "",
+            "controlPlane": str(self.config.control_plane),
             "kubeconfig": str(self.layout.kubeconfig),
             "isolation": str(self.isolation),
             "addressBlock": f"127.{self.addresses.block}.0.0/16" if self.addresses else "",

@@ -7,13 +7,24 @@ whole simulation (API server, kubelets, the Kubernetes client) to learn a defaul
 
 from __future__ import annotations
 
+import enum
 from pathlib import Path
 
 import computedomain
 
-__all__ = ["DEFAULT_MANIFESTS"]
+__all__ = ["DEFAULT_MANIFESTS", "ControlPlane"]
 
 # The kustomization the simulation installs: deployments/ with the simulation's overlay.
 DEFAULT_MANIFESTS = (
     Path(computedomain.__file__).resolve().parents[1] / "deployments" / "overlays" / "sim"
 )
+
+
+class ControlPlane(enum.StrEnum):
+    """What runs the cluster's API, scheduling and controllers: the simulation's own API server,
+    scheduler and controllers in the cluster's process (``embedded``), or etcd, kube-apiserver,
+    kube-scheduler and kube-controller-manager as programs (``kube``, built by
+    ``make kube-bins``). The nodes are the simulated kubelets either way."""
+
+    EMBEDDED = "embedded"
+    KUBE = "kube"

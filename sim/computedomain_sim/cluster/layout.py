@@ -5,8 +5,10 @@ Called by :mod:`.cluster` and the ``computedomain sim`` commands. Pure except :m
 
 ``<state>/`` holds ``kubeconfig`` (admin), ``cluster.json`` (what ``sim status`` and ``sim down``
 read), ``apiserver/`` (the API server's store), ``nodes/<node>/`` (each node's root directory),
-``logs/`` (the cluster process's log; container logs are under each node's ``var/log/pods``) and
-``pids/`` (one file per running container process group). Node roots are reached through short
+``controlplane/`` (a real control plane's certificates, kubeconfigs and etcd data), ``logs/``
+(the cluster process's log and a real control plane's programs' logs; container logs are under
+each node's ``var/log/pods``) and ``pids/`` (one file per running container process group, and
+per control-plane program). Node roots are reached through short
 symlinks ``/tmp/cds-<hash>/<node>`` so socket paths under them stay short.
 """
 
@@ -44,6 +46,10 @@ class StateLayout:
     @property
     def apiserver_dir(self) -> Path:
         return self.root / "apiserver"
+
+    @property
+    def control_plane_dir(self) -> Path:
+        return self.root / "controlplane"
 
     @property
     def nodes_dir(self) -> Path:

@@ -5,7 +5,8 @@ kubelets). All of 127.0.0.0/8 reaches the loopback interface on Linux, so each p
 own address and bind its ports there. A cluster takes a whole ``127.<b>.0.0/16`` block and holds
 an exclusive ``flock`` on ``<lock_dir>/127.<b>.lock`` for its lifetime, so two clusters (two test
 workers, or a test beside ``sim up``) never hand out the same address. Node addresses are
-``127.<b>.0.<n>``; pod addresses are ``127.<b>.<x>.<y>`` with x >= 1, handed out round-robin so an
+``127.<b>.0.<n>`` (n <= 253), the control plane's (a real one's programs) ``127.<b>.0.254``; pod
+addresses are ``127.<b>.<x>.<y>`` with x >= 1, handed out round-robin so an
 address is not reused soon after its pod went away.
 """
 
@@ -21,7 +22,7 @@ __all__ = ["AddressBlock", "AddressExhausted"]
 
 DEFAULT_LOCK_DIR = Path("/tmp/cd-sim-address-blocks")
 _FIRST_BLOCK, _LAST_BLOCK = 16, 254
-_NODE_MAX = 254
+_NODE_MAX = 253
 _POD_SLOTS = 254 * 254
 
 
@@ -63,6 +64,10 @@ class AddressBlock:
             msg = f"node index {index} out of range (at most {_NODE_MAX} nodes)"
             raise AddressExhausted(msg)
         return f"127.{self.block}.0.{index + 1}"
+
+    def control_plane_address(self) -> str:
+        """The address the control plane's programs listen on (a real control plane). Pure."""
+        return f"127.{self.block}.0.{_NODE_MAX + 1}"
 
     def pod_address(self) -> str:
         """A pod address not in use, round-robin. Raises :class:`AddressExhausted`."""

@@ -61,6 +61,7 @@ def register(commands: Commands) -> None:
         action="store_true",
         help="after the summary, leave the cluster up for kubectl until Ctrl-C or SIGTERM",
     )
+    sim_cluster.add_control_plane_argument(demo)
 
 
 def _interrupt(signum: int, _frame: FrameType | None) -> None:
@@ -128,4 +129,5 @@ def _run_args(args: argparse.Namespace, layout: StateLayout) -> list[str]:
         f"--timeout={args.timeout}",
         f"--nvml-backend={args.nvml_backend}",
         "--no-wait-components",
+        f"--control-plane={args.control_plane}",
     ]

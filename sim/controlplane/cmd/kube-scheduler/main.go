@@ -1,0 +1,14 @@
+// Command kube-scheduler is the upstream Kubernetes scheduler, built from the version that
+// go.mod pins, for the simulated cluster's `--control-plane kube` tier.
+package main
+
+import (
+	"os"
+
+	"k8s.io/component-base/cli"
+	"k8s.io/kubernetes/cmd/kube-scheduler/app"
+)
+
+func main() {
+	os.Exit(cli.Run(app.NewSchedulerCommand()))
+}
