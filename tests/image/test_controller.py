@@ -176,7 +176,7 @@ async def test_the_images_controller_makes_a_domain_ready(
                 assert process.poll() is None, log.read_text()
                 return await asyncio.to_thread(ready, endpoint)
 
-            await kit.wait_until("the image's controller ready", serving)
+            await kit.eventually(serving, what="the image's controller ready")
             ns = await kit.create_namespace(api, "from-image")
             await kit.create_domain(api, ns, "job", num_nodes=2)
             await kit.create_worker_deployment(api, ns, "job", name="workers", replicas=2)

@@ -44,8 +44,8 @@ def test_named_paths_exist(doc: str) -> None:
 def test_make_targets_exist(doc: str) -> None:
     makefile = (REPO / "Makefile").read_text()
     targets = set(re.findall(r"^([\w-]+):", makefile, re.M))
-    named = set(re.findall(r"`make (\w+)`", DOCS[doc])) | set(
-        re.findall(r"^make (\w+)", DOCS[doc], re.M)
+    named = set(re.findall(r"`make ([\w-]+)`", DOCS[doc])) | set(
+        re.findall(r"^make ([\w-]+)", DOCS[doc], re.M)
     )
     assert named
     assert named <= targets, named - targets

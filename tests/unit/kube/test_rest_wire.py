@@ -296,7 +296,7 @@ async def test_each_client_set_has_its_own_bucket(peer: tuple[Peer, str]) -> Non
             await api.get(resources.COMPUTE_DOMAINS, f"cd{i}", "ns")
         core = asyncio.create_task(api.get(resources.DAEMON_SETS, "ds", "ns"))
         crd = asyncio.create_task(api.get(resources.COMPUTE_DOMAIN_CLIQUES, "c", "ns"))
-        await wait_until(lambda: clock.sleepers == 2, what="both buckets spent")
+        await eventually(lambda: clock.sleepers == 2, what="both buckets spent")
         assert len(state.seen) == 4
         clock.advance(1.0)
         await asyncio.wait_for(asyncio.gather(core, crd), 10)
