@@ -213,7 +213,31 @@ async def test_install_upgrade_rollback_uninstall(bare_cluster: kit.Cluster) -> 
         await kit.gone(api, resources.COMPUTE_DOMAINS, "job", NS, within=150)
 
         helm_on(cluster, "uninstall", RELEASE)
-        await kit.gone(api, resources.NAMESPACES, kit.DRIVER_NAMESPACE, None, within=150)
+
+        async def namespace_gone() -> bool:
+            try:
+                await api.get(resources.NAMESPACES, kit.DRIVER_NAMESPACE)
+            except errors.NotFound:
+                return True
+            return False
+
+        async def what_is_left() -> str:
+            namespace = await api.get(resources.NAMESPACES, kit.DRIVER_NAMESPACE)
+            pods, _ = await api.list_all(resources.PODS, kit.DRIVER_NAMESPACE)
+            left = [
+                f"{p['metadata']['name']} phase={(p.get('status') or {}).get('phase')} "
+                f"deleting={bool(p['metadata'].get('deletionTimestamp'))} "
+                f"finalizers={p['metadata'].get('finalizers')}"
+                for p in pods
+            ]
+            return f"namespace status {namespace.get('status')}; pods: {left}"
+
+        await kit.eventually(
+            namespace_gone,
+            what=f"namespace {kit.DRIVER_NAMESPACE} gone",
+            within=300,
+            explain=what_is_left,
+        )
 
         # The kubelets delete the driver's ResourceSlices once its plugin has been gone for their
         # wiping delay (30 s, as the real kubelet's).

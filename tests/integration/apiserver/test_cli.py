@@ -40,7 +40,11 @@ def test_sigint_stops_cleanly(tmp_path: Path) -> None:
 
 def test_serves_until_sigterm_and_keeps_data(tmp_path: Path) -> None:
     proc, url = _start(
-        tmp_path, "--data-dir", str(tmp_path / "data"), "--crds", str(REPO / "deployments")
+        tmp_path,
+        "--data-dir",
+        str(tmp_path / "data"),
+        "--crds",
+        str(REPO / "deployments" / "base" / "crds"),
     )
     try:
         assert url.startswith("http://127.0.0.1:")
