@@ -46,6 +46,10 @@ PASSTHROUGH_SUPPORT: Final = "PassthroughSupport"
 DYNAMIC_MIG: Final = "DynamicMIG"
 NVML_DEVICE_HEALTH_CHECK: Final = "NVMLDeviceHealthCheck"
 DEVICE_METADATA: Final = "DeviceMetadata"
+DRA_LIST_TYPE_ATTRIBUTES: Final = "DRAListTypeAttributes"
+CONSUMABLE_SHARES: Final = "ConsumableShares"
+HOST_MANAGED_IMEX_DAEMON: Final = "HostManagedIMEXDaemon"
+FABRIC_MANAGER_PARTITIONING: Final = "FabricManagerPartitioning"
 CONTEXTUAL_LOGGING: Final = "ContextualLogging"
 LOGGING_ALPHA_OPTIONS: Final = "LoggingAlphaOptions"
 LOGGING_BETA_OPTIONS: Final = "LoggingBetaOptions"
@@ -64,6 +68,12 @@ KNOWN_GATES: Final[Mapping[str, Gate]] = {
         Gate(DYNAMIC_MIG, False, Stage.ALPHA),
         Gate(NVML_DEVICE_HEALTH_CHECK, False, Stage.ALPHA),
         Gate(DEVICE_METADATA, False, Stage.ALPHA),
+        Gate(DRA_LIST_TYPE_ATTRIBUTES, False, Stage.ALPHA),
+        Gate(CONSUMABLE_SHARES, False, Stage.ALPHA),
+        # Since upstream v0.5: the host owns nvidia-imex (permits IMEX_MODE=hostManaged), and
+        # single-node NVLink systems skip GPUs whose fabric registration is not complete.
+        Gate(HOST_MANAGED_IMEX_DAEMON, False, Stage.ALPHA),
+        Gate(FABRIC_MANAGER_PARTITIONING, False, Stage.ALPHA),
         # Logging gates live in the same registry upstream; ContextualLogging is switched on
         # when the registry is built, and FEATURE_GATES can still override it.
         Gate(CONTEXTUAL_LOGGING, True, Stage.BETA),

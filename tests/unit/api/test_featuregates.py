@@ -79,3 +79,29 @@ def test_render_parses_back_to_the_same_features(overrides: dict[str, bool]) -> 
     except ConfigError:
         return  # an invalid combination is rejected, which is tested above
     assert fg.parse(features.render()) == features
+
+
+UPSTREAM_V05_ALPHA_GATES = (
+    "HostManagedIMEXDaemon",
+    "FabricManagerPartitioning",
+    "DRAListTypeAttributes",
+    "ConsumableShares",
+)
+
+
+@pytest.mark.parametrize("name", UPSTREAM_V05_ALPHA_GATES)
+def test_gates_upstream_added_in_v05_are_accepted_and_default_off(name: str) -> None:
+    assert not fg.parse("").enabled(name)
+    assert fg.parse(f"{name}=true").enabled(name)
+    assert fg.KNOWN_GATES[name].stage is fg.Stage.ALPHA
+
+
+def test_upstream_charts_whole_gate_map_is_accepted() -> None:
+    # The chart renders every key of its featureGates value, so a migrating operator's map
+    # (every upstream gate, as the chart's example lists them) must parse.
+    text = ",".join(f"{name}=false" for name in UPSTREAM_V05_ALPHA_GATES) + (
+        ",ComputeDomainCliques=true,IMEXDaemonsWithDNSNames=true,CrashOnNVLinkFabricErrors=true,"
+        "TimeSlicingSettings=false,MPSSupport=false,PassthroughSupport=false,DynamicMIG=false,"
+        "NVMLDeviceHealthCheck=false,DeviceMetadata=false,"
+    )
+    assert fg.parse(text) == fg.parse("")
