@@ -173,6 +173,11 @@ IMEX_SERVER_PORT: Final = 50000
 IMEX_CMD_PORT: Final = 50005
 IMEX_BINARY: Final = "nvidia-imex"
 IMEX_CTL_BINARY: Final = "nvidia-imex-ctl"
+
+# The built-in policies a daemon selects when its flags name none (the registry registers them
+# under these names; kept here so that reading the daemon's settings does not load the registry).
+DEFAULT_INDEX_POLICY: Final = "lowest-free"
+DEFAULT_DNS_NAME_POLICY: Final = "upstream"
 TEMPLATE_NODES_CONFIG_PLACEHOLDER: Final = "{{ .IMEXDaemonNodesConfigPath }}"
 TEMPLATE_CMD_BIND_IP_PLACEHOLDER: Final = "{{ .IMEXCmdBindInterfaceIP }}"
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import attrs
 
@@ -22,9 +22,11 @@ import computedomain
 from computedomain.api import featuregates, names, validation
 from computedomain.api.errors import ConfigError
 from computedomain.daemon.identity import Identity
-from computedomain.policies import builtins, registry
 from computedomain.runtime import flags
 from computedomain.runtime.flags import Option, Values, duration, integer
+
+if TYPE_CHECKING:
+    from computedomain.policies import registry
 
 PROG: Final = "cd-imex-daemon"
 RUN: Final = "run"
@@ -132,13 +134,13 @@ OPTIONS: Final = (
     Option(
         "--index-policy",
         "INDEX_POLICY",
-        default=builtins.LOWEST_FREE,
+        default=names.DEFAULT_INDEX_POLICY,
         help="index policy, by name, from the computedomain entry-point group (ours)",
     ),
     Option(
         "--dns-name-policy",
         "DNS_NAME_POLICY",
-        default=builtins.UPSTREAM_DNS,
+        default=names.DEFAULT_DNS_NAME_POLICY,
         help="DNS-name policy, by name, from the computedomain entry-point group (ours)",
     ),
     Option(
@@ -275,7 +277,11 @@ def resolve(values: Values) -> DaemonConfig:
 
 def load_policies(config: DaemonConfig) -> registry.Policies:
     """The installed policies, with the index and DNS-name policies ``config`` selects built.
-    Raises ConfigError naming the setting of an unknown or broken one."""
+    Raises ConfigError naming the setting of an unknown or broken one. The registry (and
+    pluggy) is imported here, not at the top: ``check``, the exec probe kubelet runs every few
+    seconds for every daemon, reads these settings and needs no policy."""
+    from computedomain.policies import registry  # noqa: PLC0415
+
     policies = registry.load()
     policies.index.get(config.index_policy)
     policies.dns_names.get(config.dns_name_policy)

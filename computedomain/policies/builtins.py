@@ -25,8 +25,8 @@ from computedomain.policies.hookspecs import (
     hookimpl,
 )
 
-LOWEST_FREE: Final = "lowest-free"
-UPSTREAM_DNS: Final = "upstream"
+LOWEST_FREE: Final = names.DEFAULT_INDEX_POLICY
+UPSTREAM_DNS: Final = names.DEFAULT_DNS_NAME_POLICY
 SINGLE: Final = "Single"
 ALL: Final = "All"
 
