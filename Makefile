@@ -168,7 +168,7 @@ kube-bins:
 # only here: the embedded server does not enforce ValidatingAdmissionPolicies.
 KUBE_SCENARIOS := $(addprefix tests/e2e/test_,$(addsuffix .py,smoke channels teardown \
 	two_domains failover restarts numnodes labelled_node host_imex_conflict workloads \
-	slice_policy))
+	slice_policy helm_lifecycle))
 test-kube: bytecode kube-bins
 	$(VENV)/bin/pytest -n 2 --dist loadgroup --control-plane=kube $(KUBE_SCENARIOS) $(PYTEST_ARGS)
 

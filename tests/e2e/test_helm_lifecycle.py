@@ -7,10 +7,12 @@ replaces its pods, ``helm rollback`` restores the template (and the pods are rep
 and ``helm uninstall`` leaves nothing of ours but the CRDs (Helm never deletes what a chart's
 ``crds/`` installed).
 
-helm applies server-side (Helm 4's default, said explicitly), so the embedded API server's
+It runs on the control plane the scenarios run on (``--control-plane``): the embedded one in
+``make test``, kube-apiserver with Kubernetes' own controllers in ``make test-kube``. helm applies
+server-side (Helm 4's default, said explicitly), so on the embedded control plane its
 server-side apply is what installs, upgrades and rolls back. helm's ``--wait`` is not used: it
 reads a Deployment's ReplicaSets, which the embedded server does not serve; the test waits on
-the objects' status itself.
+the objects' status itself, the same way on both.
 """
 
 from __future__ import annotations
@@ -52,13 +54,16 @@ def chart_kinds() -> list[resources.Resource]:
 
 
 @pytest.fixture(scope="module")
-def bare_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[kit.Cluster]:
+def bare_cluster(
+    tmp_path_factory: pytest.TempPathFactory, control_plane: str
+) -> Iterator[kit.Cluster]:
     with kit.module_cluster(
         tmp_path_factory,
         "helm-life",
         racks=1,
         nodes_per_rack=2,
         extra_args=["--manifests=none", "--no-wait-components"],
+        control_plane=control_plane,
     ) as cluster:
         yield cluster
 
