@@ -312,9 +312,9 @@ def completed_entry(claim: dict[str, Any], cd_uid: str, *, new_format: bool) -> 
                             "info": {"id": 0},
                             "device": {
                                 "Requests": ["channel"],
-                                "PoolName": claim["status"]["allocation"]["devices"]["results"][
-                                    0
-                                ]["pool"],
+                                "PoolName": claim["status"]["allocation"]["devices"]["results"][0][
+                                    "pool"
+                                ],
                                 "DeviceName": "channel-0",
                                 "CDIDeviceIDs": [
                                     f"k8s.compute-domain.nvidia.com/claim={uid}-channel-0"

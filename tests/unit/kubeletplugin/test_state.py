@@ -264,7 +264,9 @@ async def test_stale_prepare_after_unprepare_is_refused(tmp_path: Path) -> None:
         await h.state.prepare(claim, requested_at=requested)
     h.tick()
     await h.state.unprepare(ref(claim))  # a started claim: marked aborted
-    assert entry(h, claim) is not None and entry(h, claim).aborted  # type: ignore[union-attr]
+    marked = entry(h, claim)
+    assert marked is not None
+    assert marked.aborted
     fx.set_ready(cd)
     with pytest.raises(PermanentError, match=STALE):
         await h.state.prepare(claim, requested_at=requested)
@@ -272,7 +274,9 @@ async def test_stale_prepare_after_unprepare_is_refused(tmp_path: Path) -> None:
     # A new request (the claim reused by a new pod) prepares it again.
     await h.state.prepare(claim, requested_at=h.tick())
     assert h.labeler.value == cd["metadata"]["uid"]
-    assert entry(h, claim) is not None and entry(h, claim).completed  # type: ignore[union-attr]
+    again = entry(h, claim)
+    assert again is not None
+    assert again.completed
 
 
 async def test_unprepare_before_first_attempt_also_blocks_it(tmp_path: Path) -> None:
