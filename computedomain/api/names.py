@@ -169,6 +169,9 @@ HOSTS_FILE: Final = "/etc/hosts"
 DNS_NAME_PREFIX: Final = "compute-domain-daemon-"
 DNS_NAME_FORMAT: Final = DNS_NAME_PREFIX + "{:04d}"
 HOSTS_HEADER: Final = "# Compute Domain Daemon mappings"
+# Where the hosts file points the name of a slot no live daemon of the clique holds: a local
+# address nothing listens on, so nvidia-imex fails fast instead of asking cluster DNS.
+HOSTS_SENTINEL_IP: Final = "127.0.0.2"
 IMEX_SERVER_PORT: Final = 50000
 IMEX_CMD_PORT: Final = 50005
 IMEX_BINARY: Final = "nvidia-imex"

@@ -51,6 +51,10 @@ TOLERATIONS: Final = (
     {"operator": "Exists", "effect": "NoExecute"},
     {"operator": "Exists", "effect": "PreferNoSchedule"},
 )
+# The daemon pod's resolver: a name that is not in the hosts file is tried once, as absolute,
+# before any search domain (upstream since 2026-09; the hosts file names every slot anyway,
+# docs/compatibility.md#hosts-file-slots-ndots-and-daemon-dns-names).
+DNS_CONFIG: Final = {"options": ({"name": "ndots", "value": "1"},)}
 _DOWNWARD_ENV: Final = (
     (names.ENV_NODE_NAME, "spec.nodeName"),
     (names.ENV_POD_IP, "status.podIP"),
@@ -203,6 +207,7 @@ def daemon_set(domain: ComputeDomain, settings: DaemonSettings) -> dict[str, Any
     pod_spec["nodeSelector"] = dict(selector)
     pod_spec["containers"] = [container]
     pod_spec["tolerations"] = [dict(t) for t in TOLERATIONS]
+    pod_spec["dnsConfig"] = {"options": [dict(o) for o in DNS_CONFIG["options"]]}
     pod_spec["resourceClaims"] = [
         {
             "name": names.DAEMON_POD_CLAIM,

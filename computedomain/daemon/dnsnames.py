@@ -6,7 +6,8 @@ writes what they compute) and by the property suites. The DNS-name policy
 built-in reproduces upstream's ``compute-domain-daemon-%04d``.
 
 DNS mode: ``nodes.cfg`` lists the names of every index ``0..max-1`` and never changes; the
-hosts file maps the names of the live entries of the own clique to their IPs. IP mode:
+hosts file maps the name of every index, in index order, to the IP of the own clique's live
+entry holding it or else to the sentinel address (:func:`slot_mapping`). IP mode:
 ``nodes.cfg`` lists the IPs of the own clique's entries in list order
 (docs/compatibility.md#dns-names-and-the-hosts-file).
 
@@ -17,10 +18,11 @@ docs/compatibility.md#upstream-hazards).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import attrs
 
+from computedomain.api import names
 from computedomain.api.errors import PermanentError
 from computedomain.api.models import DaemonInfo
 from computedomain.policies.hookspecs import DnsNamePolicy
@@ -94,6 +96,14 @@ def host_map(
         if entry.node_name == node_name and entry.ip_address == pod_ip:
             own_index = entry.index
     return HostMap(names=tuple(sorted(mapping.items())), own_index=own_index)
+
+
+def slot_mapping(host_map: HostMap, slot_names: Sequence[str]) -> dict[str, str]:
+    """Name → IP of every slot, in the order of ``slot_names`` (index order, from
+    :func:`all_names`): a live entry's IP, else the sentinel address. Pure; names of
+    ``host_map`` outside ``slot_names`` cannot occur (host_map refuses their indices)."""
+    live = host_map.as_dict()
+    return {name: live.get(name, names.HOSTS_SENTINEL_IP) for name in slot_names}
 
 
 def clique_ips(entries: Iterable[DaemonInfo], clique_id: str) -> tuple[str, ...]:

@@ -1,12 +1,17 @@
 """The hosts file that tells ``nvidia-imex`` which IP each daemon name has (DNS-names mode).
 
 Called by :mod:`computedomain.daemon.imexsync` each time the clique's name→IP mapping may have
-changed; calls only the file system. Two halves:
+changed; calls only the file system. Three parts:
 
 - :func:`render` (pure): drop every line we manage, keep every other line byte for byte, then
-  append one header and one ``<ip>\\t<name>`` line per mapping, sorted by name. It is idempotent,
-  and unlike upstream it never accumulates header or blank lines (hazard H10) nor
-  writes a name twice (upstream #561).
+  append one header and one ``<ip>\\t<name>`` line per slot, in the order given: the caller
+  gives every slot of the index space in index order, a slot no live daemon of the clique
+  holds mapped to the sentinel address (as upstream does since 2026-09, so a lookup of an
+  unused name never reaches cluster DNS; docs/compatibility.md#dns-names-and-the-hosts-file).
+  It is idempotent, and unlike upstream it never accumulates header or blank lines (hazard
+  H10) nor writes a name twice (upstream #561).
+- :func:`live_mapping` (pure): the reverse, name → IP of the daemon lines that are not the
+  sentinel's, for whoever reads a hosts file back (tests, the simulation's tools).
 - :class:`HostsFile` (effectful): read, render and write under an exclusive lock, and only when
   the content changes (no write, unchanged mtime, when nothing changed: invariant F8; hazards
   and invariants are in docs/compatibility.md).
@@ -57,7 +62,8 @@ def is_managed_line(line: str, managed_names: frozenset[str]) -> bool:
 
 
 def render(current: str, mapping: Mapping[str, str], managed_names: frozenset[str]) -> str:
-    """The new hosts-file text: ``current`` minus managed lines, plus ``mapping`` (name → IP).
+    """The new hosts-file text: ``current`` minus managed lines, plus ``mapping`` (name → IP)
+    in its order (one line per name: a mapping cannot hold a name twice).
 
     Pure and idempotent: ``render(render(t, m, n), m, n) == render(t, m, n)``. Lines that are
     kept are kept exactly (only a missing final newline is added). Every name of ``mapping``
@@ -72,8 +78,23 @@ def render(current: str, mapping: Mapping[str, str], managed_names: frozenset[st
     if not mapping:
         return "".join(kept)
     lines = [f"{names.HOSTS_HEADER}\n"]
-    lines += [f"{mapping[name]}\t{name}\n" for name in sorted(mapping)]
+    lines += [f"{ip}\t{name}\n" for name, ip in mapping.items()]
     return "".join(kept + lines)
+
+
+def live_mapping(text: str, managed_names: frozenset[str] = frozenset()) -> dict[str, str]:
+    """Name → IP of the managed lines of a hosts file (names in ``managed_names`` or with the
+    name prefix), leaving out names mapped to the sentinel address; the first line naming a
+    host wins, as for a resolver. Pure."""
+    mapping: dict[str, str] = {}
+    for line in text.splitlines():
+        fields = line.split("#", 1)[0].split()
+        if not fields or fields[0] == names.HOSTS_SENTINEL_IP:
+            continue
+        for host in fields[1:]:
+            if host in managed_names or names.DNS_NAME_PREFIX in host:
+                mapping.setdefault(host, fields[0])
+    return mapping
 
 
 def _mount_points(mountinfo: Path) -> set[str]:

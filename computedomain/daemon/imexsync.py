@@ -5,7 +5,8 @@ The registration loop (:mod:`computedomain.daemon.reconcile`) puts each new list
 chosen once in wiring (:mod:`computedomain.daemon.modes`):
 
 - :class:`DnsSync` (DNS-names mode): rewrite the hosts file (only on change) with
-  the own clique's names, then tell the keeper the mapping and the own index. The keeper starts
+  every slot's name, the own clique's live ones mapped to their IPs and the others to the
+  sentinel address, then tell the keeper the live mapping and the own index. The keeper starts
   ``nvidia-imex`` only once the own mapping is in the file (F7), SIGUSR1s it when the mapping
   changed, restarts it when the own index changed.
 - :class:`IpSync` (IP mode): once ``numNodes`` daemons are listed, rewrite
@@ -94,7 +95,8 @@ class DnsSync:
         self._pod_ip = pod_ip
         self._policy = policy
         self._limit = limit
-        self._managed = frozenset(dnsnames.all_names(policy, limit))
+        self._slot_names = dnsnames.all_names(policy, limit)
+        self._managed = frozenset(self._slot_names)
         self.last: dnsnames.HostMap | None = None
 
     async def apply(self, snapshot: Snapshot) -> None:
@@ -106,7 +108,7 @@ class DnsSync:
             policy=self._policy,
             limit=self._limit,
         )
-        mapping = host_map.as_dict()
+        mapping = dnsnames.slot_mapping(host_map, self._slot_names)
 
         def transform(current: str) -> str:
             return hostsfile.render(current, mapping, self._managed)
@@ -115,7 +117,10 @@ class DnsSync:
             written = await asyncio.to_thread(self.hosts.update, transform)
             if written:
                 log.info(
-                    "Updated hosts file", path=str(self.hosts.path), mappings=_describe(mapping)
+                    "Updated hosts file",
+                    path=str(self.hosts.path),
+                    mappings=_describe(host_map.as_dict()),
+                    unused_slots=len(mapping) - len(host_map.names),
                 )
             self.last = host_map
         self._want(ImexInputs(identity=host_map.own_index, names=host_map.names))

@@ -2,9 +2,14 @@
 
 - **Stale half-prepared claims**: a ``PrepareStarted`` entry whose ResourceClaim no longer
   exists, or exists with another UID (re-created), is unprepared through the normal path (label
-  released, CDI spec deleted). Lookup errors leave the entry for the next run; an existing claim
-  with the same UID is left alone (its prepare may still be waiting).
-- **Orphaned CDI specs**: a claim spec file for a claim the checkpoint does not know (upstream
+  released, CDI spec deleted, the entry marked ``PrepareAborted``). Lookup errors leave the
+  entry for the next run; an existing claim with the same UID is left alone (its prepare may
+  still be waiting).
+- **Expired aborted entries**: ``PrepareAborted`` entries older than their TTL are dropped, as
+  upstream's cleanup does (docs/compatibility.md#aborted-prepares-in-the-checkpoint); every
+  checkpoint write drops them too.
+- **Orphaned CDI specs**: a claim spec file for a claim the checkpoint does not know, or knows
+  only as aborted (upstream
   left these; a crash between writing the spec and the checkpoint can leave one) is deleted.
 - **Domain directories** of ComputeDomains that no longer exist (the informer, synced, does not
   have them) are removed; unprepare leaves them on purpose (docs/compatibility.md#daemon-claims). A
@@ -64,8 +69,8 @@ def daemon_domains(checkpoint: Checkpoint) -> set[str]:
 
 
 def orphaned_specs(checkpoint: Checkpoint, spec_uids: set[str]) -> list[str]:
-    """Claim UIDs with a CDI spec but no checkpoint entry. Pure."""
-    return sorted(spec_uids - set(checkpoint.claims))
+    """Claim UIDs with a CDI spec but no live checkpoint entry (none, or aborted). Pure."""
+    return sorted(spec_uids - {uid for uid, _ in checkpoint.live()})
 
 
 @attrs.define
@@ -107,6 +112,14 @@ class Cleanup:
             removed.append(uid)
         return removed
 
+    async def expired_aborted(self) -> int:
+        """Drop aborted entries past their TTL; returns how many."""
+        async with self.lock.held():
+            count = await self.state.expire_aborted()
+        if count:
+            log.info("cleanup: deleted expired PrepareAborted claim entries", count=count)
+        return count
+
     async def orphaned_specs(self) -> list[str]:
         """Delete CDI specs of claims the checkpoint does not know; returns their UIDs."""
         async with self.lock.held():
@@ -145,7 +158,13 @@ class Cleanup:
         return removed
 
     async def run_once(self) -> None:
-        for step in (self.stale_claims, self.orphaned_specs, self.domain_dirs):
+        steps: tuple[Callable[[], Awaitable[object]], ...] = (
+            self.stale_claims,
+            self.expired_aborted,
+            self.orphaned_specs,
+            self.domain_dirs,
+        )
+        for step in steps:
             try:
                 await step()
             except Exception:

@@ -6,9 +6,10 @@ The contract: docs/compatibility.md#prepare-and-unprepare.
 :meth:`DeviceState.unprepare` once per attempt, holding the node-wide lock; it retries
 TemporaryError and reports PermanentError at once. One prepare attempt:
 
-1. read the checkpoint; a tombstone newer than the request refuses the claim (an unprepare
-   happened while this request waited: never resurrect it, #1162); a completed entry returns
-   its devices with no side effect (idempotency);
+1. read the checkpoint; a ``PrepareAborted`` entry newer than the request refuses the claim
+   for good (an unprepare happened while this request waited: never resurrect it, #1162;
+   docs/compatibility.md#aborted-prepares-in-the-checkpoint), an older one is replaced like
+   no entry; a completed entry returns its devices with no side effect (idempotency);
 2. resolve the configs (:mod:`claimplan`) and, for channel devices, look the domain up and
    check the claim's namespace: any problem is permanent and nothing has been written;
 3. refuse devices another completed claim holds (retryable: the kubelet unprepares the old
@@ -20,10 +21,10 @@ TemporaryError and reports PermanentError at once. One prepare attempt:
    (:class:`~computedomain.kubeletplugin.ports.Waiting` until then), device nodes;
 6. write the claim's CDI spec, then record ``PrepareCompleted`` and return the devices.
 
-Unprepare reads only the checkpoint: it drops the entry (leaving a tombstone when a prepare of
-the claim may still be running), then releases the label of channel devices (only if it is the
-claim's domain and no other claim of the checkpoint holds that domain) and deletes the CDI
-spec.
+Unprepare reads only the checkpoint: it drops the entry (or marks it ``PrepareAborted`` when a
+prepare of the claim may still be running), then releases the label of channel devices (only
+if it is the claim's domain and no other claim of the checkpoint holds that domain) and deletes
+the CDI spec. Aborted entries expire after :data:`ABORTED_TTL` (on each write and in cleanup).
 
 The file work of an attempt (checkpoint and CDI spec writes, the domain directory) runs on the
 event loop, not in a thread: each piece is small and not fsynced (page cache only), attempts are
@@ -59,7 +60,8 @@ from computedomain.nvml.procdevices import ProcError
 from computedomain.policies.hookspecs import ChannelRequest, ChannelStrategy
 from computedomain.proto import dra
 
-TOMBSTONE_TTL: Final = 300.0  # far beyond the longest prepare request (45 s)
+# Upstream's TTL (twice its 45 s retry budget): past the longest prepare request here (45 s).
+ABORTED_TTL: Final = 90.0
 _DOMAIN_ID: Final = "opaque.parameters.domainID"
 
 StrategyFor = Callable[[str | None], ChannelStrategy]
@@ -156,12 +158,12 @@ class DeviceState:
         return await asyncio.to_thread(self._checkpoints.read)
 
     def _write(self, checkpoint: Checkpoint, *, first: Callable[[], None] | None = None) -> None:
-        """Write the checkpoint (tombstones past their TTL dropped), on the loop (module doc).
+        """Write the checkpoint (aborted entries past their TTL dropped), on the loop (module doc).
 
         ``first`` runs just before the write (the file work that must precede the record);
         what it raises propagates and nothing is written then.
         """
-        fresh = checkpoint.expire_tombstones(self._now(), TOMBSTONE_TTL)
+        fresh = checkpoint.expire_aborted(self._now(), ABORTED_TTL)
         if first is not None:
             first()
         self._checkpoints.write(fresh)
@@ -178,13 +180,12 @@ class DeviceState:
         uid, namespace, name = str(meta["uid"]), str(meta["namespace"]), str(meta["name"])
         validation.safe_path_component("metadata.uid", uid)
         checkpoint = await self._read()
-        unprepared_at = checkpoint.tombstones.get(uid)
-        if unprepared_at is not None and unprepared_at >= requested_at:
-            raise PermanentError(
-                "the claim was unprepared while this prepare request was waiting; "
-                "not preparing it again"
-            )
         entry = checkpoint.claims.get(uid)
+        if entry is not None and entry.refuses(requested_at):
+            raise PermanentError(
+                f"stale prepare for claim {namespace}/{name}:{uid}: claim prepare was already "
+                "aborted (the claim was unprepared while this request was waiting)"
+            )
         if entry is not None and entry.completed:
             return to_kubelet(entry.devices)
         plan = claimplan.plan(claim)
@@ -379,27 +380,31 @@ class DeviceState:
     async def unprepare(self, ref: dra.ClaimRef, *, prepare_in_flight: bool = False) -> None:
         """One unprepare attempt (checkpoint only). Idempotent; raises TemporaryError.
 
-        A tombstone is left when a prepare of the claim may still be running: the entry was not
-        completed (a request was interrupted or is waiting), or the caller knows a prepare
-        request for it is in flight. A completed claim with no request in flight needs none
-        (a new request starts after the unprepare and may prepare it again).
+        The entry is marked ``PrepareAborted`` when a prepare of the claim may still be
+        running: the entry was only started (a request was interrupted or is waiting), or the
+        caller knows a prepare request for it is in flight; the mark is (re)stamped now then,
+        even over an older one, since the request in flight may have begun after it. A
+        completed claim with no request in flight is simply dropped (a new request starts after
+        the unprepare and may prepare it again), and an aborted entry with none is left as it
+        is until it expires.
 
         The entry goes first, then what it held (the label, the CDI spec): upstream deletes the
         spec first, so a full disk or a crash before the checkpoint write left a completed entry
         whose spec was gone, and the next prepare returned CDI IDs of a missing spec. Here an
-        attempt cut short leaves no entry, and the retry finishes the work: a claim with no
-        entry still has its spec deleted, and the label released when no claim of the
-        checkpoint holds its domain (which also frees a node whose checkpoint a reboot reset).
+        attempt cut short leaves no live entry, and the retry finishes the work: a claim with no
+        live entry (none, or aborted) still has its spec deleted, and the label released when
+        no claim of the checkpoint holds its domain (which also frees a node whose checkpoint a
+        reboot reset).
         """
         validation.safe_path_component("uid", ref.uid)
         checkpoint = await self._read()
         entry = checkpoint.claims.get(ref.uid)
-        tombstone = prepare_in_flight or (entry is not None and not entry.completed)
-        if entry is not None or (tombstone and ref.uid not in checkpoint.tombstones):
-            if tombstone:
-                checkpoint = checkpoint.unprepared(ref.uid, self._now())
-            else:
-                checkpoint = checkpoint.without_claim(ref.uid)
+        live = entry if entry is not None and not entry.aborted else None
+        if prepare_in_flight or (live is not None and not live.completed):
+            checkpoint = checkpoint.aborted(ref.uid, ref.namespace, ref.name, self._now())
+            self._write(checkpoint)
+        elif live is not None:
+            checkpoint = checkpoint.without_claim(ref.uid)
             self._write(checkpoint)
         # The label and the CDI spec are independent: a failure to delete the spec does not
         # keep the label; the label's error is raised first, and the retry redoes both.
@@ -408,14 +413,14 @@ class DeviceState:
             self._cdi.remove_claim(ref.uid)
         except OSError as exc:
             spec_error = exc
-        await self._release_labels(entry, checkpoint)
+        await self._release_labels(live, checkpoint)
         if spec_error is not None:
             raise TemporaryError(f"deleting the CDI spec: {spec_error}") from spec_error
 
     async def _release_labels(self, entry: ClaimEntry | None, checkpoint: Checkpoint) -> None:
         """Release the label a channel device of ``entry`` held unless another claim of
         ``checkpoint`` (the one just written, without ``entry``) still holds that domain, or
-        (no entry) any label no claim of ``checkpoint`` holds. Raises TemporaryError.
+        (no live entry) any label no claim of ``checkpoint`` holds. Raises TemporaryError.
 
         Upstream removes the label on every channel unprepare whose domain matches; but two
         claims of one domain can hold it at once (admin access shares a channel; a started
@@ -429,10 +434,21 @@ class DeviceState:
             if domain not in held:
                 await self._labeler.release(domain)
 
+    async def expire_aborted(self) -> int:
+        """Drop aborted entries past :data:`ABORTED_TTL` now (the periodic cleanup does it
+        too, so they go without waiting for a prepare). Returns how many went; callers hold
+        the node lock."""
+        checkpoint = await self._read()
+        fresh = checkpoint.expire_aborted(self._now(), ABORTED_TTL)
+        if fresh is checkpoint:
+            return 0
+        self._write(fresh)
+        return len(checkpoint.claims) - len(fresh.claims)
+
     async def forget(self, uid: str) -> None:
         """Unprepare a stale claim found by cleanup (its namespace and name from the entry)."""
         checkpoint = await self._read()
         entry = checkpoint.claims.get(uid)
-        if entry is None:
+        if entry is None or entry.aborted:
             return
         await self.unprepare(dra.ClaimRef(entry.namespace, uid, entry.name), prepare_in_flight=True)

@@ -6,7 +6,11 @@ the compact Go JSON), the top-level one over ``{"checksum":0,"v1":...}``, the V2
 object with its checksum set to 0. A file written by Go already has Go's field order and
 escaping, so re-encoding the parsed JSON compactly, in file order, with Go's escapes reproduces
 the bytes Go hashed. We verify both checksums, read V2 (or V1 when V2 is absent), and convert
-each claim into our :class:`~computedomain.kubeletplugin.checkpoint.ClaimEntry`. Pure; the
+each claim into our :class:`~computedomain.kubeletplugin.checkpoint.ClaimEntry`. Files from
+before and after upstream's ``PrepareAborted`` state (v0.5) are both read: an aborted entry
+keeps its ``abortedAt`` (it then expires here as it would have there), one without it is
+dropped, as upstream's cleanup drops it
+(docs/compatibility.md#aborted-prepares-in-the-checkpoint). Pure; the
 caller (:meth:`~computedomain.kubeletplugin.checkpointstore.CheckpointStore.import_upstream`)
 writes our checkpoint and renames upstream's file (a later rollback to the Go plugin then
 starts clean instead of from stale state). The legacy 25.03-RC2 layout is not imported.
@@ -27,6 +31,7 @@ from computedomain.kubeletplugin.checkpoint import (
     CorruptCheckpoint,
     DeviceType,
     PreparedDevice,
+    parse_rfc3339,
 )
 
 FILE_NAME: Final = "checkpoint.json"
@@ -164,12 +169,22 @@ def parse(data: bytes, *, now: float) -> Checkpoint:
             state = ClaimState(str(claim.get("checkpointState", "")))
         except ValueError:
             continue  # unset states are not prepared claims
-        devices = _devices(claim) if state is ClaimState.PREPARE_COMPLETED else _planned(claim)
+        at = now
+        if state is ClaimState.PREPARE_ABORTED:
+            aborted_at = claim.get("abortedAt")
+            if not aborted_at:
+                continue  # upstream's cleanup drops these at once
+            at = parse_rfc3339(f"v2.preparedClaims.{uid}.abortedAt", str(aborted_at))
+            devices: tuple[PreparedDevice, ...] = ()
+        elif state is ClaimState.PREPARE_COMPLETED:
+            devices = _devices(claim)
+        else:
+            devices = _planned(claim)
         claims[str(uid)] = ClaimEntry(
             state=state,
             namespace=str(claim.get("namespace", "")),
             name=str(claim.get("name", "")),
-            at=now,
+            at=at,
             devices=devices,
         )
     return Checkpoint(boot_id=boot_id, claims=claims)

@@ -414,7 +414,7 @@ async def daemon_pods(api: Api, domain_uid: str) -> list[Obj]:
 
 def daemon_hosts(cluster: Cluster, pod: Obj) -> dict[str, str]:
     """The IMEX-daemon DNS names → IPs in a daemon pod's hosts file (``compute-domain-daemon-*``
-    lines only)."""
+    lines only, slots mapped to the sentinel address left out)."""
     path = (
         cluster.node_root(pod["spec"]["nodeName"])
         / "var/lib/kubelet/pods"
@@ -425,6 +425,8 @@ def daemon_hosts(cluster: Cluster, pod: Obj) -> dict[str, str]:
     text = path.read_text() if path.is_file() else ""
     for line in text.splitlines():
         words = line.split("#", 1)[0].split()
+        if words and words[0] == names.HOSTS_SENTINEL_IP:
+            continue
         for host in words[1:]:
             if host.startswith("compute-domain-daemon-"):
                 mapping[host] = words[0]

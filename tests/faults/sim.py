@@ -193,6 +193,8 @@ def hosts_reader(cluster: SimCluster) -> invariants.HostsOf:
             mapping = {}
             for line in text.splitlines():
                 parts = line.split("#", 1)[0].split()
+                if parts and parts[0] == names.HOSTS_SENTINEL_IP:
+                    continue  # a slot no live daemon holds
                 for host in parts[1:]:
                     mapping[host] = parts[0]
             return mapping

@@ -46,7 +46,7 @@ def good() -> cp.Checkpoint:
         channels=(0,),
     )
     entry = cp.ClaimEntry(cp.ClaimState.PREPARE_COMPLETED, "ns", "c", 1.0, (device,))
-    return cp.Checkpoint(boot_id=BOOT, claims={"u1": entry}, tombstones={"u0": 2.0})
+    return cp.Checkpoint(boot_id=BOOT, claims={"u1": entry}).aborted("u0", "ns", "d", 2.0)
 
 
 JSON = st.recursive(
@@ -58,6 +58,7 @@ JSON = st.recursive(
 )  # fmt: skip
 FIELDS = ["state", "namespace", "name", "at", "devices", "device", "pool", "requests", "type",
           "domainID", "adminAccess", "cdiDeviceIDs", "channels"]  # fmt: skip
+ABORTED_FIELDS = ["state", "namespace", "name", "at", "abortedAt"]
 
 
 @st.composite
@@ -65,10 +66,17 @@ def checksummed(draw: st.DrawFn) -> bytes:
     """A document with our format, version and a right checksum, but any content."""
     body = json.loads(cp.encode(good()))
     body.pop("checksum")
-    where = draw(st.sampled_from(["claims", "tombstones", "nodeBootID", "entry", "device"]))
+    where = draw(
+        st.sampled_from(["claims", "tombstones", "nodeBootID", "entry", "aborted", "device"])
+    )
     value = draw(JSON)
     if where == "entry":
         body["claims"]["u1"][draw(st.sampled_from(FIELDS[:5]))] = value
+    elif where == "aborted":
+        aborted = body["claims"]["u0"]
+        if draw(st.booleans()):
+            del aborted["at"]  # abortedAt is read then
+        aborted[draw(st.sampled_from(ABORTED_FIELDS))] = value
     elif where == "device":
         body["claims"]["u1"]["devices"][0][draw(st.sampled_from(FIELDS[5:]))] = value
     else:

@@ -124,21 +124,26 @@ def test_hosts_file_holds_exactly_the_clique(name: str) -> None:
             text = harness.path.read_text()
             rows = text.splitlines()
             mapping_rows = [r for r in rows if "\t" in r and r.split("\t")[1] in managed]
-            expected = {f"{e.ip_address}\t{policy.dns_name(e.index)}" for e in same_clique(entries)}
-            assert sorted(mapping_rows) == sorted(expected)  # F2: one line per entry
-            assert len(mapping_rows) == len(expected)
+            ips = {e.index: e.ip_address for e in same_clique(entries)}
+            expected = [
+                f"{ips.get(i, names.HOSTS_SENTINEL_IP)}\t{policy.dns_name(i)}" for i in range(MAX)
+            ]
+            assert mapping_rows == expected  # F2: one line per slot, in index order
             assert rows.count(names.HOSTS_HEADER) == 1
             rest = [r for r in rows if r not in mapping_rows and r != names.HOSTS_HEADER]
             assert all(names.DNS_NAME_PREFIX not in r for r in rest)  # F3
             kept = [line for line in lines if line in others]
             assert rest == kept  # F4: every other line kept, in order
             by_name = dict(r.split("\t")[::-1] for r in mapping_rows)
-            assert len(set(by_name.values())) == len(by_name)  # F6: injective
+            assert len(by_name) == len(mapping_rows)  # no name twice
+            live = {k: v for k, v in by_name.items() if v != names.HOSTS_SENTINEL_IP}
+            assert live == hostsfile.live_mapping(text, managed)
+            assert len(set(live.values())) == len(live)  # F6: injective but for the sentinel
             own = policy.dns_name(next(e.index for e in entries if e.node_name == ME))
             assert by_name[own] == MY_IP
             assert harness.wanted[-1] == ImexInputs(
                 identity=next(e.index for e in entries if e.node_name == ME),
-                names=tuple(sorted(by_name.items())),
+                names=tuple(sorted(live.items())),
             )
             stamp = harness.path.stat().st_mtime_ns
             harness.sync.last = None  # forget the cache: the file itself must be compared

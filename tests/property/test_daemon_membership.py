@@ -25,9 +25,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from computedomain.api import names
 from computedomain.api.models import DaemonInfo, Status
-from computedomain.daemon import modes
+from computedomain.daemon import hostsfile, modes
 from computedomain.daemon.identity import Identity
 from computedomain.daemon.keeper import KeeperTiming
 from computedomain.daemon.process import ImexProcess
@@ -320,12 +319,8 @@ class Scenario:
 
 
 def _mapping(hosts: str) -> dict[str, str]:
-    """Name -> IP of the daemon lines of a hosts file."""
-    return {
-        fields[1]: fields[0]
-        for line in hosts.splitlines()
-        if len(fields := line.split()) == 2 and fields[1].startswith(names.DNS_NAME_PREFIX)
-    }
+    """Name -> IP of the live daemon lines of a hosts file (the sentinel's left out)."""
+    return hostsfile.live_mapping(hosts)
 
 
 @st.composite

@@ -4,6 +4,7 @@ by the kubelet-side client; the tests play controller, scheduler and daemon thro
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from computedomain.api import names
 from computedomain.kube import resources
 from computedomain.kube.rest import Api
 from computedomain.kubeletplugin import checkpoint as cp
+from computedomain.kubeletplugin import upstreamcheckpoint
 from computedomain.proto import dra, kubelet_client
 from computedomain_sim.apiserver import testing
 from tests.integration.kubeletplugin.conftest import (
@@ -271,10 +273,106 @@ async def test_stale_prepare_after_unprepare_does_not_resurrect(
         assert await world.node_label() is None
         await world.daemon_ready(cd)  # what let upstream's stale retry succeed (#1162)
         result = (await asyncio.wait_for(stale, 10))[uid]
-    assert "unprepared while this prepare request was waiting" in result.error
+    assert "claim prepare was already aborted" in result.error
     assert await world.node_label() is None
-    assert uid not in checkpoint_of(short_dir).claims
+    entry = checkpoint_of(short_dir).claims[uid]  # upstream's tombstone state, until it expires
+    assert (entry.state, entry.namespace, entry.name) == (
+        cp.ClaimState.PREPARE_ABORTED,
+        channel["metadata"]["namespace"],
+        channel["metadata"]["name"],
+    )
     assert not list((short_dir / "cdi").glob(f"*{uid}*"))
+
+
+def upstream_checkpoint(boot_id: str, claims: dict[str, dict[str, Any]]) -> bytes:
+    """Upstream's checkpoint.json holding ``claims`` (V2 entries in Go's field order); V1 gets
+    the completed ones, as upstream writes it."""
+    v1_claims = {
+        uid: {"status": c["status"], "preparedDevices": c["preparedDevices"]}
+        for uid, c in claims.items()
+        if c["checkpointState"] == "PrepareCompleted"
+    }
+    v1: dict[str, Any] = {"preparedClaims": v1_claims} if v1_claims else {}
+    v2: dict[str, Any] = {"checksum": 0, "preparedClaims": claims, "nodeBootID": boot_id}
+    v2["checksum"] = upstreamcheckpoint.checksum(upstreamcheckpoint.go_json(v2))
+    top = upstreamcheckpoint.checksum(upstreamcheckpoint.go_json({"checksum": 0, "v1": v1}))
+    return upstreamcheckpoint.go_json({"checksum": top, "v1": v1, "v2": v2})
+
+
+def completed_entry(claim: dict[str, Any], cd_uid: str, *, new_format: bool) -> dict[str, Any]:
+    uid = claim["metadata"]["uid"]
+    entry: dict[str, Any] = {
+        "checkpointState": "PrepareCompleted",
+        "status": claim["status"],
+        "preparedDevices": [
+            {
+                "devices": [
+                    {
+                        "channel": {
+                            "info": {"id": 0},
+                            "device": {
+                                "Requests": ["channel"],
+                                "PoolName": claim["status"]["allocation"]["devices"]["results"][0][
+                                    "pool"
+                                ],
+                                "DeviceName": "channel-0",
+                                "CDIDeviceIDs": [
+                                    f"k8s.compute-domain.nvidia.com/claim={uid}-channel-0"
+                                ],
+                            },
+                        },
+                        "daemon": None,
+                    }
+                ],
+                "configState": {"Type": "channel", "ComputeDomain": cd_uid},
+            }
+        ],
+    }
+    if new_format:  # since v0.5 completed entries keep their name and namespace
+        entry.update(name=claim["metadata"]["name"], namespace=claim["metadata"]["namespace"])
+    return entry
+
+
+@pytest.mark.parametrize("new_format", [False, True], ids=["before-v0.5", "v0.5"])
+async def test_upstreams_checkpoint_is_taken_over_at_start(
+    api: Api, world: World, short_dir: Path, apiserver: testing.RunningServer, new_format: bool
+) -> None:
+    cd = await world.domain("job")
+    cd_uid = cd["metadata"]["uid"]
+    await world.daemon_ready(cd)
+    running = await world.claim("channel", cd_uid)
+    claims = {running["metadata"]["uid"]: completed_entry(running, cd_uid, new_format=new_format)}
+    aborted = await world.claim("daemon", cd_uid, namespace=DRIVER_NAMESPACE)
+    if new_format:
+        claims[aborted["metadata"]["uid"]] = {
+            "checkpointState": "PrepareAborted",
+            "status": aborted["status"],
+            "name": aborted["metadata"]["name"],
+            "namespace": aborted["metadata"]["namespace"],
+            "abortedAt": cp.rfc3339(time.time() - 5),
+        }
+    env = node_environment(short_dir, world, apiserver)
+    boot_id = read_text(Path(env["BOOT_ID_PATH"])).strip()
+    plugin_dir = short_dir / "p" / names.DRIVER_NAME
+    plugin_dir.mkdir(parents=True, exist_ok=True)
+    (plugin_dir / upstreamcheckpoint.FILE_NAME).write_bytes(upstream_checkpoint(boot_id, claims))
+    async with running_plugin(env, api) as plugin, await plugin.kubelet() as client:
+        ours = checkpoint_of(short_dir)
+        assert not (plugin_dir / upstreamcheckpoint.FILE_NAME).exists()
+        taken = ours.claims[running["metadata"]["uid"]]
+        assert taken.completed
+        if new_format:
+            assert ours.claims[aborted["metadata"]["uid"]].aborted
+        # The completed claim is answered from the checkpoint, with upstream's CDI IDs.
+        result = (await client.prepare([ref(running)]))[running["metadata"]["uid"]]
+        assert result.error == ""
+        assert result.devices[0].cdi_device_ids == (
+            f"k8s.compute-domain.nvidia.com/claim={running['metadata']['uid']}-channel-0",
+        )
+        # A request that begins after the abort (none of the Go plugin's survived it) prepares.
+        result = (await client.prepare([ref(aborted)]))[aborted["metadata"]["uid"]]
+        assert result.error == ""
+        assert checkpoint_of(short_dir).claims[aborted["metadata"]["uid"]].completed
 
 
 async def test_a_device_still_held_by_an_old_claim_is_retried_and_said(

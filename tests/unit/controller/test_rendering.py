@@ -109,6 +109,7 @@ EXPECTED_DAEMON_SET: dict[str, Any] = {
                     {"operator": "Exists", "effect": "NoExecute"},
                     {"operator": "Exists", "effect": "PreferNoSchedule"},
                 ],
+                "dnsConfig": {"options": [{"name": "ndots", "value": "1"}]},
                 "resourceClaims": [
                     {
                         "name": "compute-domain-daemon",

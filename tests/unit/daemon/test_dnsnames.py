@@ -81,3 +81,16 @@ def test_ip_mode_lists_the_own_cliques_ips_in_list_order() -> None:
         entry("a", 1, "10.0.0.2"),
     )
     assert dnsnames.clique_ips(entries, CLIQUE) == ("10.0.0.3", "10.0.0.2")
+
+
+def test_slot_mapping_gives_every_slot_in_index_order() -> None:
+    mapping = dnsnames.slot_mapping(
+        host_map(entry("b", 2, "10.0.0.3"), entry("me", 0, "10.0.0.1")),
+        dnsnames.all_names(POLICY, 4),
+    )
+    assert list(mapping.items()) == [
+        ("compute-domain-daemon-0000", "10.0.0.1"),
+        ("compute-domain-daemon-0001", "127.0.0.2"),
+        ("compute-domain-daemon-0002", "10.0.0.3"),
+        ("compute-domain-daemon-0003", "127.0.0.2"),
+    ]

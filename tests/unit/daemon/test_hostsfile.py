@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from computedomain.api import names
-from computedomain.daemon import hostsfile
+from computedomain.daemon import dnsnames, hostsfile
+from computedomain.policies import builtins
 
 KUBELET_HOSTS = (
     "# Kubernetes-managed hosts file.\n"
@@ -20,7 +21,7 @@ KUBELET_HOSTS = (
 MANAGED = frozenset(names.dns_name(i) for i in range(4))
 
 
-def test_appends_one_header_and_sorted_lines_after_the_kept_ones() -> None:
+def test_appends_one_header_and_the_lines_in_the_order_given_after_the_kept_ones() -> None:
     text = hostsfile.render(
         KUBELET_HOSTS,
         {names.dns_name(1): "10.0.0.2", names.dns_name(0): "10.0.0.1"},
@@ -29,9 +30,39 @@ def test_appends_one_header_and_sorted_lines_after_the_kept_ones() -> None:
     assert text == (
         KUBELET_HOSTS
         + "# Compute Domain Daemon mappings\n"
-        + "10.0.0.1\tcompute-domain-daemon-0000\n"
         + "10.0.0.2\tcompute-domain-daemon-0001\n"
+        + "10.0.0.1\tcompute-domain-daemon-0000\n"
     )
+
+
+def test_every_slot_in_index_order_with_unused_ones_at_the_sentinel() -> None:
+    # Upstream's layout since 2026-09 (18 slots, one live): one line per slot.
+    policy = builtins.UpstreamDnsNames()
+    slot_names = dnsnames.all_names(policy, 18)
+    live = dnsnames.HostMap(names=((names.dns_name(3), "10.0.0.4"),), own_index=3)
+    text = hostsfile.render(
+        KUBELET_HOSTS, dnsnames.slot_mapping(live, slot_names), frozenset(slot_names)
+    )
+    section = text.removeprefix(KUBELET_HOSTS).splitlines()
+    assert section[0] == names.HOSTS_HEADER
+    assert section[1:] == [
+        f"{'10.0.0.4' if i == 3 else '127.0.0.2'}\tcompute-domain-daemon-{i:04d}" for i in range(18)
+    ]
+    assert hostsfile.live_mapping(text) == {names.dns_name(3): "10.0.0.4"}
+
+
+def test_live_mapping_reads_managed_lines_without_the_sentinel() -> None:
+    text = (
+        "127.0.0.1 localhost\n"
+        "10.0.0.1\tcompute-domain-daemon-0000\n"
+        "127.0.0.2\tcompute-domain-daemon-0001\n"
+        "10.0.0.3 imex-c # a policy's name\n"
+        "10.0.0.9\tcompute-domain-daemon-0000\n"
+    )
+    assert hostsfile.live_mapping(text, frozenset({"imex-c"})) == {
+        "compute-domain-daemon-0000": "10.0.0.1",
+        "imex-c": "10.0.0.3",
+    }
 
 
 def test_rendering_twice_changes_nothing_more() -> None:

@@ -36,7 +36,6 @@ checkpoints = st.builds(
     cp.Checkpoint,
     boot_id=ids,
     claims=st.dictionaries(ids, entries, max_size=4),
-    tombstones=st.dictionaries(ids, st.floats(0, 2e9, allow_nan=False), max_size=3),
 )
 
 
@@ -61,7 +60,6 @@ odd_checkpoints = st.builds(
         ),
         max_size=4,
     ),
-    tombstones=st.dictionaries(any_text, st.floats(0, 2e9, allow_nan=False), max_size=3),
 )
 
 
@@ -110,13 +108,71 @@ def test_rejects_garbage() -> None:
 def test_transitions() -> None:
     entry = cp.ClaimEntry(cp.ClaimState.PREPARE_STARTED, "ns", "c", 1.0)
     value = cp.Checkpoint(boot_id="b").with_claim("u", entry)
-    gone = value.unprepared("u", 5.0)
-    assert "u" not in gone.claims
-    assert gone.tombstones == {"u": 5.0}
+    gone = value.aborted("u", "ns", "c", 5.0)
+    assert gone.claims["u"] == cp.ClaimEntry(cp.ClaimState.PREPARE_ABORTED, "ns", "c", 5.0)
+    assert dict(gone.live()) == {}
     again = gone.with_claim("u", entry)
-    assert again.tombstones == {}
-    assert gone.expire_tombstones(now=100.0, ttl=90.0).tombstones == {}
-    assert gone.expire_tombstones(now=90.0, ttl=90.0) is gone
+    assert again.claims["u"] == entry
+    assert gone.expire_aborted(now=95.0, ttl=90.0).claims == {}  # upstream: age >= TTL
+    assert gone.expire_aborted(now=94.9, ttl=90.0) is gone
+    assert value.expire_aborted(now=1e9, ttl=90.0) is value  # only aborted entries expire
+
+
+def test_an_aborted_entry_refuses_only_requests_that_began_before_it() -> None:
+    aborted = cp.ClaimEntry(cp.ClaimState.PREPARE_ABORTED, "ns", "c", 5.0)
+    assert aborted.refuses(4.0)
+    assert aborted.refuses(5.0)
+    assert not aborted.refuses(5.5)
+    started = cp.ClaimEntry(cp.ClaimState.PREPARE_STARTED, "ns", "c", 5.0)
+    assert not started.refuses(4.0)
+
+
+def test_aborted_entries_carry_upstreams_state_and_aborted_at() -> None:
+    value = cp.Checkpoint(boot_id="b").aborted("u", "ns", "c", 1781111149.75)
+    entry = json.loads(cp.encode(value))["claims"]["u"]
+    assert entry["state"] == "PrepareAborted"
+    assert entry["abortedAt"] == "2026-06-10T17:05:49Z"  # UTC, whole seconds, cut
+    assert (entry["namespace"], entry["name"], entry["devices"]) == ("ns", "c", [])
+    completed = cp.ClaimEntry(cp.ClaimState.PREPARE_COMPLETED, "ns", "c", 1.0)
+    wire = json.loads(cp.encode(value.with_claim("v", completed)))["claims"]["v"]
+    assert "abortedAt" not in wire
+    assert (wire["namespace"], wire["name"]) == ("ns", "c")  # kept on completed entries
+
+
+@settings(max_examples=60)
+@given(st.floats(0, 4e9, allow_nan=False))
+def test_aborted_at_alone_gives_the_abort_time_to_the_second(at: float) -> None:
+    doc = json.loads(cp.encode(cp.Checkpoint(boot_id="b").aborted("u", "ns", "c", at)))
+    del doc["claims"]["u"]["at"]
+    doc.pop("checksum")
+    doc["checksum"] = cp.checksum(doc)
+    read = cp.decode(json.dumps(doc).encode()).claims["u"]
+    assert read.aborted
+    assert read.at == float(int(at))
+
+
+def test_a_bad_aborted_at_is_corrupt_and_named() -> None:
+    doc = json.loads(cp.encode(cp.Checkpoint(boot_id="b").aborted("u", "ns", "c", 1.0)))
+    del doc["claims"]["u"]["at"]
+    doc["claims"]["u"]["abortedAt"] = "yesterday"
+    doc.pop("checksum")
+    doc["checksum"] = cp.checksum(doc)
+    with pytest.raises(cp.CorruptCheckpoint, match="abortedAt: 'yesterday'"):
+        cp.decode(json.dumps(doc).encode())
+
+
+def test_tombstones_of_the_earlier_layout_are_read_as_aborted_entries() -> None:
+    completed = cp.ClaimEntry(cp.ClaimState.PREPARE_COMPLETED, "ns", "c", 1.0)
+    doc = json.loads(cp.encode(cp.Checkpoint(boot_id="b").with_claim("v", completed)))
+    doc.pop("checksum")
+    doc["tombstones"] = [["u", 7.5]]
+    doc["checksum"] = cp.checksum(doc)
+    read = cp.decode(json.dumps(doc).encode())
+    assert read.claims == {
+        "v": completed,
+        "u": cp.ClaimEntry(cp.ClaimState.PREPARE_ABORTED, "", "", 7.5),
+    }
+    assert "tombstones" not in json.loads(cp.encode(read))  # written in the new layout
 
 
 def test_store_startup_rules(tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""Cleanup of stale half-prepared claims, orphaned CDI specs and deleted domains' directories."""
+"""Cleanup of stale half-prepared claims, expired aborted entries, orphaned CDI specs and
+deleted domains' directories."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ from typing import Any
 
 import pytest
 
+from computedomain.kubeletplugin.checkpoint import ClaimState
 from computedomain.kubeletplugin.cleanup import Cleanup
 from computedomain.kubeletplugin.nodelock import NodeLock
 from computedomain.kubeletplugin.ports import Waiting
+from computedomain.proto import dra
 from tests.unit.kubeletplugin import fixtures as fx
 
 
@@ -35,6 +38,11 @@ def cleanup_for(
         domains_root=h.state.facts.domains_root,
         lookup=lookup,
     )
+
+
+def ref(claim: Mapping[str, Any]) -> dra.ClaimRef:
+    meta = claim["metadata"]
+    return dra.ClaimRef(meta["namespace"], meta["uid"], meta["name"])
 
 
 async def waiting_claim(h: fx.Harness, cd_uid: str, name: str) -> dict[str, Any]:
@@ -59,8 +67,13 @@ async def test_stale_claims(tmp_path: Path) -> None:
     }
     removed = await cleanup_for(h, claims).stale_claims()
     assert sorted(removed) == sorted([gone["metadata"]["uid"], recreated["metadata"]["uid"]])
-    left = set(h.checkpoints.read().claims)
+    checkpoint = h.checkpoints.read()
+    left = {uid for uid, _ in checkpoint.live()}
     assert left == {alive["metadata"]["uid"], unknown["metadata"]["uid"]}
+    # As upstream: a stale started claim ends PrepareAborted (a retry of it may still run).
+    for claim in (gone, recreated):
+        entry = checkpoint.claims[claim["metadata"]["uid"]]
+        assert (entry.state, entry.name) == (ClaimState.PREPARE_ABORTED, claim["metadata"]["name"])
     # The claims left still hold their domain's label: removing the stale ones keeps it.
     assert h.labeler.value == cd_uid
     assert ("release", cd_uid) not in h.labeler.calls
@@ -83,6 +96,42 @@ async def test_orphaned_specs_and_domain_dirs(tmp_path: Path) -> None:
     assert await cleanup.domain_dirs() == ["deleted-domain"]
     assert sorted(p.name for p in h.state.facts.domains_root.iterdir()) == [cd["metadata"]["uid"]]
     await cleanup.run_once()  # idempotent
+    assert h.cdi.claim_uids() == {kept["metadata"]["uid"]}
+
+
+async def test_expired_aborted_entries_go_and_fresh_ones_stay(tmp_path: Path) -> None:
+    h = fx.harness(tmp_path)
+    cd_uid = h.cluster.add(fx.domain())["metadata"]["uid"]
+    completed = fx.claim("daemon", cd_uid)
+    await h.state.prepare(completed, requested_at=h.tick())
+    old = await waiting_claim(h, cd_uid, "old")
+    await h.state.unprepare(ref(old))
+    h.tick(60)
+    fresh = await waiting_claim(h, cd_uid, "fresh")
+    await h.state.unprepare(ref(fresh))
+    h.tick(30)  # old: 90 s, fresh: 30 s
+    cleanup = cleanup_for(h, {})
+    await cleanup.run_once()
+    claims = h.checkpoints.read().claims
+    assert set(claims) == {completed["metadata"]["uid"], fresh["metadata"]["uid"]}
+    assert claims[fresh["metadata"]["uid"]].aborted
+    assert await cleanup.expired_aborted() == 0
+    h.tick(60)
+    assert await cleanup.expired_aborted() == 1
+    assert set(h.checkpoints.read().claims) == {completed["metadata"]["uid"]}
+
+
+async def test_a_spec_of_an_aborted_claim_is_orphaned(tmp_path: Path) -> None:
+    h = fx.harness(tmp_path)
+    cd = h.cluster.add(fx.domain())
+    kept = fx.claim("daemon", cd["metadata"]["uid"])
+    await h.state.prepare(kept, requested_at=h.tick())
+    aborted = fx.claim("daemon", cd["metadata"]["uid"])
+    await h.state.unprepare(ref(aborted), prepare_in_flight=True)
+    h.cdi.claim_path(aborted["metadata"]["uid"]).write_text(
+        h.cdi.claim_path(kept["metadata"]["uid"]).read_text()
+    )
+    assert await cleanup_for(h, {}).orphaned_specs() == [aborted["metadata"]["uid"]]
     assert h.cdi.claim_uids() == {kept["metadata"]["uid"]}
 
 

@@ -12,6 +12,7 @@ import yaml
 from computedomain.api.errors import ConfigError, PermanentError, TemporaryError
 from computedomain.kubeletplugin import checkpoint as cp
 from computedomain.kubeletplugin.ports import Waiting
+from computedomain.kubeletplugin.state import ABORTED_TTL
 from computedomain.policies.hookspecs import ChannelRequest, hookimpl
 from computedomain.proto import dra
 from tests.unit.kubeletplugin import fixtures as fx
@@ -197,15 +198,19 @@ async def test_unprepare(tmp_path: Path) -> None:
     assert h.labeler.value is None
     assert h.cdi.claim_uids() == set()
     checkpoint = h.checkpoints.read()
-    assert checkpoint.claims == {}
-    # Completed, and no prepare request in flight: nothing can resurrect it, no tombstone.
-    assert checkpoint.tombstones == {}
+    assert checkpoint.claims == {}  # completed, no prepare in flight: dropped, not aborted
     inode = h.checkpoints.path.stat().st_ino
     await h.state.unprepare(ref(claim))  # idempotent, no write
     assert h.checkpoints.path.stat().st_ino == inode
 
 
-async def test_unprepare_with_a_prepare_in_flight_leaves_a_tombstone(tmp_path: Path) -> None:
+STALE = (
+    r"stale prepare for claim [^/]+/[^:]+:[0-9a-f-]+: claim prepare was already aborted "
+    r"\(the claim was unprepared while this request was waiting\)"
+)
+
+
+async def test_unprepare_with_a_prepare_in_flight_marks_the_claim_aborted(tmp_path: Path) -> None:
     h = fx.harness(tmp_path)
     cd = fx.domain()
     fx.set_ready(cd)
@@ -213,13 +218,40 @@ async def test_unprepare_with_a_prepare_in_flight_leaves_a_tombstone(tmp_path: P
     claim = fx.claim("channel", cd["metadata"]["uid"])
     requested = h.tick()
     await h.state.prepare(claim, requested_at=requested)
+    aborted_at = h.tick()
+    await h.state.unprepare(ref(claim), prepare_in_flight=True)
+    meta = claim["metadata"]
+    assert entry(h, claim) == cp.ClaimEntry(
+        cp.ClaimState.PREPARE_ABORTED, meta["namespace"], meta["name"], aborted_at
+    )
+    assert h.cdi.claim_uids() == set()
+    assert h.labeler.value is None
+    with pytest.raises(PermanentError, match=STALE):
+        await h.state.prepare(claim, requested_at=requested)
+    assert entry(h, claim) == cp.ClaimEntry(  # a refused prepare leaves the entry as it is
+        cp.ClaimState.PREPARE_ABORTED, meta["namespace"], meta["name"], aborted_at
+    )
+
+
+async def test_an_unprepare_with_a_newer_request_in_flight_stamps_the_abort_again(
+    tmp_path: Path,
+) -> None:
+    # An aborted claim, then a new request (not yet attempted) and another unprepare: the new
+    # request began after the first mark, so only a fresh mark keeps it from resurrecting.
+    h = fx.harness(tmp_path)
+    cd = fx.domain()
+    fx.set_ready(cd)
+    h.cluster.add(cd)
+    claim = fx.claim("channel", cd["metadata"]["uid"])
     h.tick()
     await h.state.unprepare(ref(claim), prepare_in_flight=True)
-    assert claim["metadata"]["uid"] in h.checkpoints.read().tombstones
-    with pytest.raises(PermanentError, match="unprepared while this prepare request"):
-        await h.state.prepare(claim, requested_at=requested)
+    newer = h.tick()
+    h.tick()
+    await h.state.unprepare(ref(claim), prepare_in_flight=True)
+    with pytest.raises(PermanentError, match=STALE):
+        await h.state.prepare(claim, requested_at=newer)
     inode = h.checkpoints.path.stat().st_ino
-    await h.state.unprepare(ref(claim), prepare_in_flight=True)  # already tombstoned
+    await h.state.unprepare(ref(claim))  # aborted, nothing in flight: left as it is
     assert h.checkpoints.path.stat().st_ino == inode
 
 
@@ -231,15 +263,20 @@ async def test_stale_prepare_after_unprepare_is_refused(tmp_path: Path) -> None:
     with pytest.raises(Waiting):
         await h.state.prepare(claim, requested_at=requested)
     h.tick()
-    await h.state.unprepare(ref(claim))
+    await h.state.unprepare(ref(claim))  # a started claim: marked aborted
+    marked = entry(h, claim)
+    assert marked is not None
+    assert marked.aborted
     fx.set_ready(cd)
-    with pytest.raises(PermanentError, match="unprepared while this prepare request was waiting"):
+    with pytest.raises(PermanentError, match=STALE):
         await h.state.prepare(claim, requested_at=requested)
     assert h.labeler.value is None
     # A new request (the claim reused by a new pod) prepares it again.
     await h.state.prepare(claim, requested_at=h.tick())
     assert h.labeler.value == cd["metadata"]["uid"]
-    assert claim["metadata"]["uid"] not in h.checkpoints.read().tombstones
+    again = entry(h, claim)
+    assert again is not None
+    assert again.completed
 
 
 async def test_unprepare_before_first_attempt_also_blocks_it(tmp_path: Path) -> None:
@@ -251,19 +288,34 @@ async def test_unprepare_before_first_attempt_also_blocks_it(tmp_path: Path) -> 
     requested = h.tick()
     h.tick()
     await h.state.unprepare(ref(claim), prepare_in_flight=True)
-    with pytest.raises(PermanentError):
+    with pytest.raises(PermanentError, match=STALE):
         await h.state.prepare(claim, requested_at=requested)
 
 
-async def test_tombstones_expire(tmp_path: Path) -> None:
+async def test_aborted_entries_expire_after_upstreams_ttl(tmp_path: Path) -> None:
     h = fx.harness(tmp_path)
     cd = h.cluster.add(fx.domain())
     claim = fx.claim("daemon", cd["metadata"]["uid"])
     await h.state.unprepare(ref(claim), prepare_in_flight=True)
-    assert h.checkpoints.read().tombstones
-    h.tick(400)
-    await h.state.prepare(fx.claim("daemon", cd["metadata"]["uid"]), requested_at=h.tick())
-    assert h.checkpoints.read().tombstones == {}
+    assert entry(h, claim) is not None
+    h.tick(89)
+    assert await h.state.expire_aborted() == 0
+    assert entry(h, claim) is not None
+    h.tick(1)
+    assert await h.state.expire_aborted() == 1
+    assert entry(h, claim) is None
+
+
+async def test_any_write_drops_expired_aborted_entries(tmp_path: Path) -> None:
+    h = fx.harness(tmp_path)
+    cd = h.cluster.add(fx.domain())
+    claim = fx.claim("daemon", cd["metadata"]["uid"])
+    await h.state.unprepare(ref(claim), prepare_in_flight=True)
+    h.tick(ABORTED_TTL)
+    other = fx.claim("daemon", cd["metadata"]["uid"])
+    await h.state.prepare(other, requested_at=h.tick())
+    assert entry(h, claim) is None
+    assert entry(h, other) is not None
 
 
 async def test_label_held_by_other_domain_waits(tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""Importing upstream's checkpoint.json: checksums (test vector from the spec) and conversion."""
+"""Importing upstream's checkpoint.json: checksums (test vector from the spec) and conversion,
+for files from before and after upstream's PrepareAborted state."""
 
 from __future__ import annotations
 
@@ -8,13 +9,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from computedomain.kubeletplugin import upstreamcheckpoint as up
 from computedomain.kubeletplugin.checkpoint import (
     FILE_NAME,
+    ClaimEntry,
     ClaimState,
     CorruptCheckpoint,
     DeviceType,
+    rfc3339,
 )
 from computedomain.kubeletplugin.checkpointstore import CheckpointStore
 
@@ -162,3 +167,120 @@ def test_unreadable_upstream_file_is_moved_aside(tmp_path: Path) -> None:
     assert not theirs.exists()
     assert len(list(tmp_path.glob("checkpoint.json.corrupt-*"))) == 1
     assert not store.path.exists()
+
+
+def _with_checksums(v1: str, v2: str) -> bytes:
+    """The file Go writes around two compact sections: both checksums filled in."""
+    top = up.checksum(f'{{"checksum":0,"v1":{v1}}}'.encode())
+    v2_sum = up.checksum(v2.encode())  # Go hashes the section with its checksum at 0
+    v2 = v2.replace('{"checksum":0,', f'{{"checksum":{v2_sum},', 1)
+    return f'{{"checksum":{top},"v1":{v1},"v2":{v2}}}'.encode()
+
+
+def new_format_file() -> bytes:
+    """A checkpoint as upstream writes it since its PrepareAborted state (v0.5), byte for byte:
+    Go's field order (checkpointState, status, preparedDevices, name, namespace, abortedAt),
+    name and namespace on the completed entry too, the aborted entry with no devices, and the
+    V1 section holding the completed claim only."""
+    status = json.dumps(_status("channel-0", "ComputeDomainChannelConfig", "Single"))
+    status = status.replace(", ", ",").replace(": ", ":")
+    devices = (
+        '[{"devices":[{"channel":{"info":{"id":0},"device":{"Requests":["channel"],'
+        '"PoolName":"n1","DeviceName":"channel-0","CDIDeviceIDs":'
+        '["k8s.compute-domain.nvidia.com/claim=u1-channel-0"]}},"daemon":null}],'
+        '"configState":{"Type":"channel","ComputeDomain":"cd-1"}}]'
+    )
+    completed = (
+        f'{{"checkpointState":"PrepareCompleted","status":{status},"preparedDevices":{devices},'
+        '"name":"job","namespace":"team"}'
+    )
+    aborted = (
+        f'{{"checkpointState":"PrepareAborted","status":{status},'
+        '"name":"old","namespace":"team","abortedAt":"2026-06-10T17:05:49Z"}'
+    )
+    no_time = f'{{"checkpointState":"PrepareAborted","status":{status},"name":"x","namespace":"t"}}'
+    v1 = f'{{"preparedClaims":{{"u1":{{"status":{status},"preparedDevices":{devices}}}}}}}'
+    v2 = (
+        f'{{"checksum":0,"preparedClaims":{{"u1":{completed},"u3":{aborted},"u4":{no_time}}},'
+        '"nodeBootID":"b-1"}'
+    )
+    return _with_checksums(v1, v2)
+
+
+def test_the_new_format_is_verified_and_imported() -> None:
+    data = new_format_file()
+    assert json.loads(data)["v2"]["preparedClaims"]["u3"]["abortedAt"]  # sanity: the new field
+    checkpoint = up.parse(data, now=1781111200.0)
+    assert set(checkpoint.claims) == {"u1", "u3"}  # no abortedAt: dropped, as upstream does
+    completed = checkpoint.claims["u1"]
+    assert (completed.state, completed.namespace, completed.name) == (
+        ClaimState.PREPARE_COMPLETED,
+        "team",
+        "job",
+    )
+    assert completed.devices[0].channels == (0,)
+    aborted = checkpoint.claims["u3"]
+    assert aborted == ClaimEntry(ClaimState.PREPARE_ABORTED, "team", "old", 1781111149.0)
+
+
+def test_a_changed_aborted_at_breaks_the_v2_checksum() -> None:
+    data = new_format_file().replace(b"17:05:49Z", b"17:05:48Z")
+    with pytest.raises(CorruptCheckpoint, match="v2 checksum"):
+        up.parse(data, now=0.0)
+
+
+def test_a_bad_aborted_at_is_refused_naming_the_field() -> None:
+    v2 = (
+        '{"checksum":0,"preparedClaims":{"u3":{"checkpointState":"PrepareAborted",'
+        '"status":{},"abortedAt":"soon"}},"nodeBootID":"b-1"}'
+    )
+    with pytest.raises(CorruptCheckpoint, match=r"v2\.preparedClaims\.u3\.abortedAt: 'soon'"):
+        up.parse(_with_checksums("{}", v2), now=0.0)
+
+
+def test_store_imports_the_new_format(tmp_path: Path) -> None:
+    theirs = tmp_path / "checkpoint.json"
+    theirs.write_bytes(new_format_file())
+    store = CheckpointStore(tmp_path / FILE_NAME)
+    assert store.import_upstream(theirs, now=1781111200.0) == 2
+    loaded = store.load_at_startup("b-1")
+    assert loaded.checkpoint.claims["u3"].aborted
+
+
+upstream_claims = st.dictionaries(
+    st.text(alphabet="0123456789abcdef-", min_size=1, max_size=8),
+    st.tuples(
+        st.sampled_from(["PrepareStarted", "PrepareCompleted", "PrepareAborted"]),
+        st.text(max_size=6),  # namespace (any text: Go's escaping must hold)
+        st.text(max_size=6),  # name
+        st.integers(0, 4_000_000_000),  # abortedAt, whole seconds
+    ),
+    max_size=5,
+)
+
+
+@settings(max_examples=50)
+@given(upstream_claims)
+def test_every_upstream_claim_keeps_its_state_names_and_abort_time(claims: dict) -> None:  # type: ignore[type-arg]
+    v2_claims: dict[str, dict[str, object]] = {}
+    for uid, (state, namespace, name, seconds) in claims.items():
+        entry: dict[str, object] = {"checkpointState": state, "status": {}}
+        entry.update(name=name, namespace=namespace)
+        if state == "PrepareAborted":
+            entry["abortedAt"] = rfc3339(seconds)
+        v2_claims[uid] = {k: v for k, v in entry.items() if v != ""}
+    v2: dict[str, object] = {"checksum": 0, "preparedClaims": v2_claims, "nodeBootID": "b"}
+    v2["checksum"] = up.checksum(up.go_json(v2))
+    v1: dict[str, object] = {}
+    doc = {"checksum": up.checksum(up.go_json({"checksum": 0, "v1": v1})), "v1": v1, "v2": v2}
+    checkpoint = up.parse(up.go_json(doc), now=1.0)
+    assert set(checkpoint.claims) == set(claims)
+    for uid, (state, namespace, name, seconds) in claims.items():
+        entry_read = checkpoint.claims[uid]
+        assert (entry_read.state.value, entry_read.namespace, entry_read.name) == (
+            state,
+            namespace,
+            name,
+        )
+        assert entry_read.at == (seconds if state == "PrepareAborted" else 1.0)
+        assert entry_read.devices == ()  # empty statuses plan no device
