@@ -3,8 +3,9 @@
 Called by :mod:`.cluster`. Pure. Each rack is one NVLink domain: its nodes share a clique
 (``<cluster UUID>.<rack>``) and carry the labels a GPU node has (``nvidia.com/gpu.present``, the
 GPU Feature Discovery clique label) plus the rack. The driver files of the profile
-(``/proc/devices`` and, with a fabric, the ``fabric-imex-mgmt`` capability the kubelet plugin
-reads for daemon claims) go on every node. The NVML the plugin sees is the node's hardware too:
+(``/proc/devices``, with a fabric the ``fabric-imex-mgmt`` capability the kubelet plugin
+reads for daemon claims, on a single-node NVLink system the files that say so) go on every
+node. The NVML the plugin sees is the node's hardware too:
 the fake backend of the profile and clique (``NVML_BACKEND=fake``, ``FAKE_NVML_PROFILE``,
 ``FAKE_NVML_CLIQUE``) or, with ``nvml_backend`` real, the mock NVML library under the node's
 driver root with the node's profile document beside it (:mod:`computedomain_sim.nvmlmock`), and
@@ -74,10 +75,11 @@ class Topology:
 def driver_files(profile: str) -> dict[str, str]:
     """The driver's files on a node of ``profile``, by node path. Pure; raises ConfigError (a
     ValueError) for an unknown profile."""
-    hardware = fake.FakeNvml(fake.parse_profile(profile))
-    if not hardware.has_fabric:
-        return {}
-    return {names.FABRIC_IMEX_MGMT_PATH: fake.fabric_imex_mgmt_text()}
+    chosen = fake.parse_profile(profile)
+    files = fake.local_fabric_files(chosen)
+    if fake.FakeNvml(chosen).has_fabric:
+        files[names.FABRIC_IMEX_MGMT_PATH] = fake.fabric_imex_mgmt_text()
+    return files
 
 
 def nvml_environment(topology: Topology, clique: str) -> dict[str, str]:

@@ -17,6 +17,8 @@ def test_profile_names_and_errors() -> None:
         "fabric-in-progress",
         "fabric-failure",
         "mixed-cliques",
+        "hgx-h100-partition-pending",
+        "hgx-b200-partition-pending",
     ]
     with pytest.raises(ConfigError, match=r"FAKE_NVML_PROFILE: unknown profile 'a100'.*gb200"):
         fake.parse_profile("a100")
