@@ -61,6 +61,7 @@ def nvml_for(config: Config) -> Nvml:
         config.nvml_backend,
         profile=config.fake_nvml_profile,
         clique=config.fake_nvml_clique,
+        profile_file=config.fake_nvml_profile_file,
         driver_root=config.container_driver_root,
     )
 

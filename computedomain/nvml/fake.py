@@ -156,16 +156,28 @@ def nvml_gpus(doc: hardware.Document) -> tuple[Gpu, ...]:
 
 @attrs.frozen
 class FakeNvml:
-    """:class:`~computedomain.nvml.interface.Nvml` serving one profile. Pure and thread-safe."""
+    """:class:`~computedomain.nvml.interface.Nvml` serving one profile. Thread-safe.
+
+    With ``profile_file`` (``--fake-nvml-profile-file`` / ``FAKE_NVML_PROFILE_FILE``) every call
+    reads that profile document afresh, as the mock library reads ``NVML_MOCK_PROFILE`` at each
+    ``nvmlInit``: whoever replaces the file atomically changes the node's hardware at runtime (a
+    Fabric Manager partition change moving the node to another clique, for instance). A file that
+    cannot be read or parsed fails the call with ConfigError naming it. Without it, the named
+    ``profile`` on ``clique`` is served (pure).
+    """
 
     profile: Profile = Profile.GB200
     clique: str = DEFAULT_CLIQUE
+    profile_file: Path | None = None
 
     def __attrs_post_init__(self) -> None:
         parse_clique(self.clique)
 
     def _document(self) -> hardware.Document:
-        doc = document(self.profile, self.clique)
+        if self.profile_file is not None:
+            doc = hardware.read(self.profile_file)
+        else:
+            doc = document(self.profile, self.clique)
         if doc.init_return:
             raise NvmlError("nvmlInitWithFlags", doc.init_return)
         return doc
