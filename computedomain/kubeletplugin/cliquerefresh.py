@@ -75,6 +75,7 @@ class CliqueRefresh:
         self.recorder = recorder
         self.label = label
         self.readers: list[Callable[[str], None]] = []
+        self.ticks = 0  # refreshes done (for tests and diagnostics)
         self.changes = 0
 
     def add_reader(self, reader: Callable[[str], None]) -> None:
@@ -93,6 +94,7 @@ class CliqueRefresh:
             found = await self.discover()
         except Exception as exc:  # NVML or rule failures: keep the old ID, try next tick
             log.warning(f"error refreshing {LABEL} node label: error getting cliqueID: {exc}")
+            self.ticks += 1
             return False
         changed = adopt(self.current, found)
         if changed:
@@ -102,6 +104,7 @@ class CliqueRefresh:
                 await self.label.publish(self.current)
             except CliqueLabelError as exc:
                 log.warning("could not refresh the node's clique label", error=str(exc))
+        self.ticks += 1
         return changed
 
     async def _switch(self, new: str) -> None:
