@@ -91,7 +91,11 @@ def assess(
                 return Readiness(True, "clique", clique_status)
     status = cd.get("status")
     entry = _entry(status.get("nodes") if isinstance(status, Mapping) else None, "name", node)
-    if entry is not None and clique_id is not None and entry.get("cliqueID", clique_id) != clique_id:
+    if (
+        entry is not None
+        and clique_id is not None
+        and entry.get("cliqueID", clique_id) != clique_id
+    ):
         return Readiness(False, "status", f"registered in clique {entry.get('cliqueID')!r}")
     if entry is not None and entry.get("status") == READY:
         return Readiness(True, "status", READY)

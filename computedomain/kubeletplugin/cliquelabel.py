@@ -52,10 +52,7 @@ class CliqueLabel:
         try:
             await self.api.patch(resources.NODES, self.node_name, patch(clique_id))
         except Exception as exc:
-            msg = (
-                f"error setting {LABEL} node label: error patching node with label {LABEL}: "
-                f"{exc}"
-            )
+            msg = f"error setting {LABEL} node label: error patching node with label {LABEL}: {exc}"
             raise CliqueLabelError(msg) from exc
         log.info("set the node's clique label", label=LABEL, value=clique_id)
 

@@ -120,9 +120,7 @@ class CliqueRefresh:
             except LockTimeout:
                 log.info("clique change waits for the node lock", clique=new)
         self.changes += 1
-        self.recorder.event(
-            await self._node(), NORMAL, REASON_CHANGED, change_message(old, new)
-        )
+        self.recorder.event(await self._node(), NORMAL, REASON_CHANGED, change_message(old, new))
 
     async def _node(self) -> dict[str, Any]:
         """The Node for the event (its UID when it can be read)."""

@@ -7,8 +7,9 @@ An informer watches this driver's slices on this node (field selector ``spec.dri
 read (the slice is owned by the Node), :func:`computedomain.kubeletplugin.sliceplan.plan`
 decides, and the writes are applied — create, update by compare-and-swap, delete with a UID
 precondition. A new clique ID (:meth:`SlicePublisher.set_clique`, from the periodic refresh)
-triggers one too, so the ``cliqueID`` attribute follows the node. A failed reconcile is retried with backoff. Slices are not deleted at shutdown:
-the kubelet wipes them when the plugin stays away (upstream's behaviour).
+triggers one too, so the ``cliqueID`` attribute follows the node. A failed reconcile is
+retried with backoff. Slices are not deleted at shutdown: the kubelet wipes them when the plugin
+stays away (upstream's behaviour).
 """
 
 from __future__ import annotations

@@ -101,8 +101,10 @@ async def test_a_partition_change_moves_slice_label_and_later_prepares(
             daemon = await world.claim("daemon", cd_uid, namespace=DRIVER_NAMESPACE)
             result = await asyncio.wait_for(kubelet.prepare([ref(daemon)]), 10)
             assert result[daemon["metadata"]["uid"]].error == ""
-            spec = short_dir / "cdi" / (
-                f"k8s.compute-domain.nvidia.com-claim_{daemon['metadata']['uid']}.yaml"
+            spec = (
+                short_dir
+                / "cdi"
+                / (f"k8s.compute-domain.nvidia.com-claim_{daemon['metadata']['uid']}.yaml")
             )
             assert f"CLIQUE_ID={NEW}" in read_text(spec)
             # A channel claim waits: this node's daemon is Ready only in the old clique.
@@ -119,9 +121,9 @@ async def test_a_partition_change_moves_slice_label_and_later_prepares(
             results = await asyncio.wait_for(workload, 10)
             assert results[channel["metadata"]["uid"]].error == ""
             assert "/dev/nvidia-caps-imex-channels/channel0" in read_text(
-                short_dir / "cdi" / (
-                    f"k8s.compute-domain.nvidia.com-claim_{channel['metadata']['uid']}.yaml"
-                )
+                short_dir
+                / "cdi"
+                / (f"k8s.compute-domain.nvidia.com-claim_{channel['metadata']['uid']}.yaml")
             )
 
         # Losing the clique is not adopted; neither is an unreadable profile.
@@ -139,4 +141,4 @@ async def test_a_partition_change_moves_slice_label_and_later_prepares(
 
 
 async def _equals(value: Any, expected: str) -> bool:
-    return await value == expected
+    return bool(await value == expected)
