@@ -14,6 +14,9 @@ only writer of its store. Behaviour, as client-go's reflector and shared informe
   resourceVersion, relisting if that fails;
 - with ``resync_period`` every cached object is redelivered as ``on_update(obj, obj)`` — the
   same object as old and new, so consumers can drop it (see :func:`is_resync`).
+- :meth:`Informer.reselect` changes the label selector of a running informer: it ends the
+  watch and relists with the new selector, so objects no longer selected are deleted from the
+  store (``on_delete``) and newly selected ones added.
 
 Handlers are plain synchronous callables that should only enqueue keys; an exception in one is
 logged and does not stop the informer or the other handlers. Handlers receive the store's own
@@ -146,6 +149,7 @@ class Informer:
         self._clock = clock or REAL_CLOCK
         self._handlers: list[EventHandler] = []
         self._synced = asyncio.Event()
+        self._reselected = asyncio.Event()
         self._rv = ""
         self.relists = 0  # how many times a 410 forced a relist (for tests and metrics)
 
@@ -165,6 +169,15 @@ class Informer:
         if self.has_synced:
             for obj in self.store.list():
                 self._call(handler, "on_add", obj)
+
+    def reselect(self, label_selector: str | None) -> None:
+        """Select objects by ``label_selector`` from now on (see the module doc). A running
+        informer relists at once; one not running yet lists with it when started. No-op when
+        the selector is unchanged."""
+        if label_selector == self.label_selector:
+            return
+        self.label_selector = label_selector
+        self._reselected.set()
 
     async def wait_for_sync(self, timeout: float | None = None) -> bool:  # noqa: ASYNC109
         """Wait until the first list is in the store; False if ``timeout`` seconds pass first."""
@@ -193,12 +206,15 @@ class Informer:
         relist = not (self.has_synced and self._rv)  # a restarted run resumes its watch
         try:
             while True:
+                if self._reselected.is_set():
+                    self._reselected.clear()
+                    relist = True
                 try:
                     if relist:
                         await self._list()
                         relist = False
                         failures = 0
-                    await self._watch()
+                    await self._watch_until_reselected()
                     failures = 0  # the server ended a healthy watch; resume from our RV
                 except errors.Gone as exc:
                     self.relists += 1
@@ -256,6 +272,21 @@ class Informer:
         for gone in old_objects.values():
             if gone is not None:
                 self._notify("on_delete", gone)
+
+    async def _watch_until_reselected(self) -> None:
+        """:meth:`_watch`, ended early when :meth:`reselect` is called meanwhile."""
+        if self._reselected.is_set():
+            return
+        watch = asyncio.create_task(self._watch(), name=f"watch:{self.name}")
+        reselected = asyncio.create_task(self._reselected.wait(), name=f"reselect:{self.name}")
+        try:
+            await asyncio.wait({watch, reselected}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (watch, reselected):
+                task.cancel()
+            await asyncio.gather(watch, reselected, return_exceptions=True)
+        if not watch.cancelled():
+            watch.result()  # the watch's own error, if it failed
 
     async def _watch(self) -> None:
         """Watch from the current resourceVersion until the server ends the stream."""

@@ -8,8 +8,10 @@ its Node cache, the wake-ups, the policy registry and the informers to run.
 
 Three steps: :func:`check_node` (node checks, base CDI spec, the checkpoint for this boot),
 :func:`assemble` (pure construction of the request path: device state, driver, gRPC servers,
-ResourceSlice publisher, cleanup) and :meth:`Parts.serve` (informers synced before DRA is served
-and the plugin registers, so no call arrives before the caches are ready).
+ResourceSlice publisher, cleanup, clique refresh) and :meth:`Parts.serve` (informers synced
+before the clique label is set, DRA is served and the plugin registers, so no call arrives
+before the caches are ready). A caller whose cluster view watches one clique adds it as a
+reader of :attr:`Parts.refresh`, so it follows a clique change.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from computedomain.kubeletplugin.apiclaims import ClaimReader
 from computedomain.kubeletplugin.cdistore import CdiStore
 from computedomain.kubeletplugin.checkpointstore import CheckpointStore, Startup, read_boot_id
 from computedomain.kubeletplugin.cleanup import Cleanup
+from computedomain.kubeletplugin.cliquelabel import CliqueLabel
+from computedomain.kubeletplugin.cliquerefresh import CliqueRefresh
 from computedomain.kubeletplugin.config import Config
 from computedomain.kubeletplugin.driver import Driver
 from computedomain.kubeletplugin.grpcservers import PluginServers
@@ -63,6 +67,7 @@ class CheckedNode:
     recorder: EventRecorder
     checkpoints: CheckpointStore
     outcome: Startup
+    nvml: Nvml
 
 
 async def check_node(config: Config, api: Api, nvml: Nvml, metrics: Metrics) -> CheckedNode:
@@ -91,7 +96,7 @@ async def check_node(config: Config, api: Api, nvml: Nvml, metrics: Metrics) -> 
     loaded = await asyncio.to_thread(checkpoints.load_at_startup, boot_id)
     log.info("checkpoint loaded", outcome=str(loaded.outcome), reason=loaded.reason)
     metrics.observe_checkpoint(loaded.checkpoint)
-    return CheckedNode(node, cdi_store, recorder, checkpoints, loaded.outcome)
+    return CheckedNode(node, cdi_store, recorder, checkpoints, loaded.outcome, nvml)
 
 
 @attrs.define
@@ -106,6 +111,9 @@ class Parts:
     slices: SlicePublisher
     cleanup: Cleanup
     cleanup_interval: float
+    refresh: CliqueRefresh
+    refresh_interval: float
+    label: CliqueLabel | None = None
 
     async def serve(
         self,
@@ -123,17 +131,23 @@ class Parts:
         for informer in (*informers, self.slices.informer):
             sup.start(f"informer/{informer.name}", informer.run())
         await synced()
+        if self.label is not None:  # upstream's order: after the sync; a failure is fatal
+            await self.label.publish(self.refresh.current)
         await self.servers.start_dra()
         await self.servers.start_registration()
         if extras is not None:
             await extras()
         sup.start("resourceslices", self.slices.run())
         sup.start("cleanup", self.cleanup.run(self.cleanup_interval), critical=False)
+        sup.start("clique-refresh", self.refresh.run(self.refresh_interval), critical=False)
 
     async def stop(self) -> None:
-        """Stop serving gRPC (the sockets are removed). The lock is closed by the caller once
-        the supervisor has awaited every task (see :meth:`NodeLock.close`)."""
+        """Stop serving gRPC (the sockets are removed) and remove the clique label. The lock is
+        closed by the caller once the supervisor has awaited every task (see
+        :meth:`NodeLock.close`)."""
         await self.servers.stop()
+        if self.label is not None:
+            await self.label.withdraw()
 
 
 def assemble(
@@ -180,6 +194,19 @@ def assemble(
         driver, dra_socket=config.dra_socket, registration_socket=config.registration_socket
     )
     slices = SlicePublisher(api, node_name=config.node_name, clique_id=checked.node.clique_id)
+    label = CliqueLabel(api, config.node_name) if config.gpu_clique_label_enabled else None
+    refresh = CliqueRefresh(
+        api=api,
+        node_name=config.node_name,
+        nvml=checked.nvml,
+        rules=checked.node.clique_rules,
+        initial=checked.node.clique_id,
+        lock=lock,
+        recorder=checked.recorder,
+        label=label,
+    )
+    refresh.add_reader(state.set_clique)
+    refresh.add_reader(slices.set_clique)
     cleanup = Cleanup(
         state=state,
         lock=lock,
@@ -190,7 +217,17 @@ def assemble(
         lookup=claims.lookup,
     )
     return Parts(
-        checked.recorder, state, lock, driver, servers, slices, cleanup, config.cleanup_interval
+        checked.recorder,
+        state,
+        lock,
+        driver,
+        servers,
+        slices,
+        cleanup,
+        config.cleanup_interval,
+        refresh=refresh,
+        refresh_interval=config.clique_id_refresh_interval,
+        label=label,
     )
 
 

@@ -9,7 +9,10 @@ only gets scheduled because prepare labelled the node). This module holds the pu
 - :func:`check_namespace`: the claim must live in the domain's namespace (permanent error);
 - :func:`assess`: is the local daemon Ready? First the node's entry in the domain's
   ComputeDomainClique ``<cd uid>.<clique id>`` (when the ComputeDomainCliques gate is on and
-  the node has a clique), then the node's entry in ``status.nodes`` of the ComputeDomain;
+  the node has a clique), then the node's entry in ``status.nodes`` of the ComputeDomain, which
+  counts only while it names the node's current clique: after a clique change
+  (docs/compatibility.md#clique-id-refresh) a daemon still registered in the old clique is not
+  this node's daemon any more;
 - :func:`wait_reason`: the words a user sees on the pod while it waits (which daemon, which
   node, which clique, what state its pod is in);
 - :func:`edits`: one char device node per channel, major of ``nvidia-caps-imex-channels``,
@@ -73,8 +76,12 @@ def assess(
     clique: Mapping[str, Any] | None,
     *,
     cliques_enabled: bool,
+    clique_id: str | None = None,
 ) -> Readiness:
-    """Whether this node's daemon of ``cd`` is Ready. Pure; ``clique`` None when absent."""
+    """Whether this node's daemon of ``cd`` is Ready. Pure; ``clique`` None when absent.
+
+    With ``clique_id`` (the node's current clique), a ``status.nodes`` entry whose ``cliqueID``
+    names another clique is stale and not counted."""
     clique_status: str | None = None
     if cliques_enabled and clique is not None:
         entry = _entry(clique.get("daemons"), "nodeName", node)
@@ -84,6 +91,12 @@ def assess(
                 return Readiness(True, "clique", clique_status)
     status = cd.get("status")
     entry = _entry(status.get("nodes") if isinstance(status, Mapping) else None, "name", node)
+    if (
+        entry is not None
+        and clique_id is not None
+        and entry.get("cliqueID", clique_id) != clique_id
+    ):
+        return Readiness(False, "status", f"registered in clique {entry.get('cliqueID')!r}")
     if entry is not None and entry.get("status") == READY:
         return Readiness(True, "status", READY)
     if entry is not None:

@@ -10,7 +10,8 @@ Four informers, all started (and synced) before the plugin registers with the ku
   every write (a quadratic watch load: 64 racks, 64 times the events). A clique that lost the
   label (edited by hand) is not seen; readiness then comes from the domain's ``status.nodes``,
   which the controller fills from the cliques, as for a domain without cliques. A node without
-  a clique ID watches them all (it reads none of them);
+  a clique ID watches them all (it reads none of them). When the clique refresh moves the node
+  to another clique, the informer relists with the new clique's selector;
 - daemon pods on this node in the driver namespace (to say what a waiting workload waits for);
 - this Node (the one-domain-per-node label, read before every compare-and-swap).
 
@@ -62,6 +63,10 @@ def _clique_domain(obj: Mapping[str, Any]) -> str:
     """The domain UID of a clique: its label, else the part of its name before the dot."""
     name = str((obj.get("metadata") or {}).get("name", ""))
     return _label(obj) or name.split(".", 1)[0]
+
+
+def _clique_selector(clique_id: str) -> str | None:
+    return f"{names.CLIQUE_LABEL}={clique_id}" if clique_id else None
 
 
 def _uid(obj: Mapping[str, Any]) -> str:
@@ -158,7 +163,7 @@ class InformerCluster:
             api,
             resources.COMPUTE_DOMAIN_CLIQUES,
             namespace=namespace,
-            label_selector=f"{names.CLIQUE_LABEL}={clique_id}" if clique_id else None,
+            label_selector=_clique_selector(clique_id),
             name="cliques",
         )
         self.pods = Informer(
@@ -178,6 +183,11 @@ class InformerCluster:
         self.cliques.add_handler(handlers.cliques)
         self.pods.add_handler(handlers.pods)
         self.node.add_handler(handlers.node)
+
+    def set_clique(self, clique_id: str) -> None:
+        """Watch the cliques of ``clique_id`` from now on (the node moved to another clique):
+        the clique informer relists with the new selector."""
+        self.cliques.reselect(_clique_selector(clique_id))
 
     @property
     def informers(self) -> tuple[Informer, ...]:

@@ -4,8 +4,11 @@ Every upstream flag keeps its name, environment variable and default (docs/confi
 every path is overridable, so the simulation can run many nodes on one machine, and every
 default is the production path. Additions (ours): ``--nvml-backend``/``NVML_BACKEND``,
 ``--fake-nvml-profile``/``FAKE_NVML_PROFILE``, ``--fake-nvml-clique``/``FAKE_NVML_CLIQUE``,
+``--fake-nvml-profile-file``/``FAKE_NVML_PROFILE_FILE``,
 ``--boot-id-path``/``BOOT_ID_PATH``, ``--channel-strategy-map``/``CHANNEL_STRATEGY_MAP``,
-``--nvidia-ctk-path``/``NVIDIA_CTK_PATH``, ``--cleanup-interval``/``CLEANUP_INTERVAL`` and
+``--nvidia-ctk-path``/``NVIDIA_CTK_PATH``, ``--cleanup-interval``/``CLEANUP_INTERVAL``,
+``--clique-id-refresh-interval``/``CLIQUE_ID_REFRESH_INTERVAL`` (upstream re-reads every 10
+minutes, fixed) and
 ``--alt-proc-devices-path`` as the flag twin of upstream's ``ALT_PROC_DEVICES_PATH``, and
 ``--pod-ip``/``POD_IP`` (the DaemonSet's downward API): the gRPC health and HTTP endpoints listen
 on the pod's own address when it is known, as every probe and scrape goes to the pod IP.
@@ -133,6 +136,13 @@ OPTIONS: Final = (
         help="clique (<cluster UUID>.<clique id>) the gb200 profile reports",
     ),
     Option(
+        "--fake-nvml-profile-file",
+        "FAKE_NVML_PROFILE_FILE",
+        default="",
+        help="fake NVML: serve this profile document, read afresh at every query (replace it "
+        "to change the node's hardware at runtime); empty: the named profile",
+    ),
+    Option(
         "--boot-id-path",
         "BOOT_ID_PATH",
         default=names.DEFAULT_BOOT_ID_PATH,
@@ -158,6 +168,21 @@ OPTIONS: Final = (
         flags.duration,
         default=600.0,
         help="period of the stale-claim and orphan cleanups (Go duration)",
+    ),
+    Option(
+        "--gpu-clique-label-enabled",
+        "GPU_CLIQUE_LABEL_ENABLED",
+        flags.boolean,
+        default=False,
+        help="label this node nvidia.com/gpu.clique=<clique ID> while the plugin runs (needs "
+        "the nodes patch permission)",
+    ),
+    Option(
+        "--clique-id-refresh-interval",
+        "CLIQUE_ID_REFRESH_INTERVAL",
+        flags.duration,
+        default=600.0,
+        help="period of re-reading the node's clique ID from NVML (Go duration)",
     ),
 )
 
@@ -189,6 +214,9 @@ class Config:
     nvidia_ctk_path: str
     cleanup_interval: float
     pod_ip: str = ""
+    gpu_clique_label_enabled: bool = False
+    clique_id_refresh_interval: float = 600.0
+    fake_nvml_profile_file: Path | None = None
 
     @property
     def health_address(self) -> str:
@@ -261,6 +289,11 @@ def resolve(values: Values) -> Config:
     if not 0 <= values.verbosity <= 10:
         raise ConfigError("--v/V", f"{values.verbosity} is not between 0 and 10")
     fake.parse_clique(values.fake_nvml_clique, setting="--fake-nvml-clique/FAKE_NVML_CLIQUE")
+    if values.clique_id_refresh_interval <= 0:
+        raise ConfigError(
+            "--clique-id-refresh-interval/CLIQUE_ID_REFRESH_INTERVAL",
+            f"must be positive (got {values.clique_id_refresh_interval:g}s)",
+        )
     return Config(
         node_name=values.node_name,
         namespace=values.namespace,
@@ -293,6 +326,11 @@ def resolve(values: Values) -> Config:
         nvidia_ctk_path=values.nvidia_ctk_path,
         cleanup_interval=values.cleanup_interval,
         pod_ip=_pod_ip("--pod-ip/POD_IP", values.pod_ip),
+        gpu_clique_label_enabled=values.gpu_clique_label_enabled,
+        clique_id_refresh_interval=values.clique_id_refresh_interval,
+        fake_nvml_profile_file=(
+            Path(values.fake_nvml_profile_file) if values.fake_nvml_profile_file else None
+        ),
     )
 
 

@@ -9,10 +9,12 @@ own informers, plus the gRPC health service and the HTTP metrics/health endpoint
    with a Warning event on the Node);
 3. starts the informers and waits until they have synced, and only then
 4. serves DRA and registers with the kubelet (no call can arrive before the caches are ready);
-5. serves gRPC health, HTTP metrics/health, publishes the ResourceSlice and runs the cleanups.
+5. serves gRPC health, HTTP metrics/health, publishes the ResourceSlice and runs the cleanups
+   and the clique refresh (whose changes also reach the clique informer's selector).
 
 Stopping (cancel :meth:`KubeletPlugin.run`, or a signal) stops everything in reverse order; the
-sockets are removed, slices stay (the kubelet wipes them if the plugin does not come back).
+sockets are removed, the ``nvidia.com/gpu.clique`` label (when enabled) is removed, slices stay
+(the kubelet wipes them if the plugin does not come back).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from computedomain.kube.rest import Api
 from computedomain.kubeletplugin import assembly, startup
 from computedomain.kubeletplugin.assembly import COMPONENT
 from computedomain.kubeletplugin.checkpointstore import Startup
+from computedomain.kubeletplugin.cliquerefresh import CliqueRefresh
 from computedomain.kubeletplugin.cluster import InformerCluster
 from computedomain.kubeletplugin.config import Config
 from computedomain.kubeletplugin.grpcservers import PluginServers
@@ -54,6 +57,7 @@ class KubeletPlugin:
         self.http: HttpServer | None = None
         self.ready = asyncio.Event()
         self.startup: Startup | None = None
+        self.refresh: CliqueRefresh | None = None
 
     async def run(self, *, handle_signals: bool = True) -> None:
         """Start everything, serve until stopped (signal or cancellation), stop in order.
@@ -84,6 +88,8 @@ class KubeletPlugin:
             metrics=self.metrics,
         )
         self.servers = parts.servers
+        self.refresh = parts.refresh
+        parts.refresh.add_reader(cluster.set_clique)
         # A domain or daemon pod leaving may free a domain directory: clean up now.
         kick = FuncHandler(delete=lambda _: parts.cleanup.kick())
         cluster.domains.add_handler(kick)

@@ -6,8 +6,10 @@ An informer watches this driver's slices on this node (field selector ``spec.dri
 ``spec.nodeName``); every change, and a periodic resync, triggers a reconcile: the Node's UID is
 read (the slice is owned by the Node), :func:`computedomain.kubeletplugin.sliceplan.plan`
 decides, and the writes are applied — create, update by compare-and-swap, delete with a UID
-precondition. A failed reconcile is retried with backoff. Slices are not deleted at shutdown:
-the kubelet wipes them when the plugin stays away (upstream's behaviour).
+precondition. A new clique ID (:meth:`SlicePublisher.set_clique`, from the periodic refresh)
+triggers one too, so the ``cliqueID`` attribute follows the node. A failed reconcile is
+retried with backoff. Slices are not deleted at shutdown: the kubelet wipes them when the plugin
+stays away (upstream's behaviour).
 """
 
 from __future__ import annotations
@@ -51,6 +53,11 @@ class SlicePublisher:
             )
         )
         self.reconciles = 0
+
+    def set_clique(self, clique_id: str) -> None:
+        """Publish ``clique_id`` from now on (the clique refresh): reconcile at once."""
+        self.clique_id = clique_id
+        self._dirty.set()
 
     async def reconcile(self) -> list[sliceplan.Action]:
         """One pass; returns the actions applied. Raises ApiError on failure."""

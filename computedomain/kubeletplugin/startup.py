@@ -5,7 +5,8 @@ In upstream's order, each failure fatal (the process exits with ``Error: ...``):
 1. the plugin data directory and the CDI root exist (created 0750);
 2. with the ``IMEXDaemonsWithDNSNames`` gate, the driver is at least 570.158.01;
 3. the node's clique ID, from NVML's fabric info (strict or legacy by
-   ``CrashOnNVLinkFabricErrors``);
+   ``CrashOnNVLinkFabricErrors``; with ``FabricManagerPartitioning``, first whether the node has
+   a local NVLink fabric: :mod:`.cliquesource`);
 4. the IMEX channel major from ``/proc/devices`` (``ALT_PROC_DEVICES_PATH``);
 5. the base CDI spec ``device=all``: ``nvidia-ctk`` in management mode with the root transform
    where the toolkit is installed (real NVML), else built from the GPUs NVML reports;
@@ -25,10 +26,10 @@ from typing import Any, Final
 import attrs
 
 from computedomain.api.errors import PermanentError
-from computedomain.kubeletplugin import basespec
+from computedomain.kubeletplugin import basespec, cliquesource
 from computedomain.kubeletplugin.cdistore import CdiStore
 from computedomain.kubeletplugin.config import Config
-from computedomain.nvml import backends, clique, driverversion, procdevices
+from computedomain.nvml import backends, clique, driverversion, localfabric, procdevices
 from computedomain.nvml.interface import BackendName, Nvml
 from computedomain.runtime import logs
 
@@ -46,7 +47,8 @@ class StartupError(PermanentError):
 class Node:
     """The node's facts, fixed for the life of the process."""
 
-    clique_id: str
+    clique_id: str  # at startup; the refresh may change it (cliquerefresh.NodeClique)
+    clique_rules: cliquesource.CliqueRules
     channel_major: int
     driver_version: str | None
     gpu_count: int
@@ -59,6 +61,7 @@ def nvml_for(config: Config) -> Nvml:
         config.nvml_backend,
         profile=config.fake_nvml_profile,
         clique=config.fake_nvml_clique,
+        profile_file=config.fake_nvml_profile_file,
         driver_root=config.container_driver_root,
     )
 
@@ -99,9 +102,16 @@ async def discover(config: Config, nvml: Nvml) -> Node:
         if config.features.imex_daemons_with_dns_names:
             version = await asyncio.to_thread(nvml.driver_version)
             driverversion.check_dns_names(version)
+        rules = await asyncio.to_thread(
+            cliquesource.rules_for, config.features, config.container_driver_root
+        )
         gpus = await asyncio.to_thread(nvml.gpus)
-        clique_id = clique.discover(gpus, strict=config.features.crash_on_nvlink_fabric_errors)
-    except (clique.CliqueError, driverversion.DriverVersionError) as exc:
+        clique_id = cliquesource.clique_of(gpus, rules)
+    except (
+        clique.CliqueError,
+        driverversion.DriverVersionError,
+        localfabric.LocalFabricError,
+    ) as exc:
         raise StartupError(str(exc)) from exc
     except Exception as exc:  # NvmlError and loader failures
         raise StartupError(f"NVML: {exc}") from exc
@@ -136,6 +146,7 @@ async def discover(config: Config, nvml: Nvml) -> Node:
     )
     return Node(
         clique_id=clique_id,
+        clique_rules=rules,
         channel_major=major,
         driver_version=version,
         gpu_count=len(gpus),

@@ -69,7 +69,8 @@ StrategyFor = Callable[[str | None], ChannelStrategy]
 
 @attrs.frozen
 class NodeFacts:
-    """What this node is, fixed at startup."""
+    """What this node is, fixed at startup but for the clique ID, which the refresh replaces
+    between attempts (:meth:`DeviceState.set_clique`)."""
 
     node_name: str
     clique_id: str
@@ -150,6 +151,11 @@ class DeviceState:
         self._strategy_for = strategy_for
         self._now = wall_clock
         self._on_checkpoint = on_checkpoint
+
+    def set_clique(self, clique_id: str) -> None:
+        """Use ``clique_id`` from the next attempt on. Call it holding the node lock, so that
+        no attempt sees two cliques (docs/compatibility.md#clique-id-refresh)."""
+        self.facts = attrs.evolve(self.facts, clique_id=clique_id)
 
     async def _read(self) -> Checkpoint:
         cached = self._checkpoints.cached()  # one stat: the file is unchanged most of the time
@@ -352,7 +358,11 @@ class DeviceState:
         # Re-read the domain: the status may have changed since the attempt began.
         domain = self._cluster.domain(device.domain_id) or domain
         readiness = channelclaims.assess(
-            self.facts.node_name, domain, clique, cliques_enabled=self.facts.cliques_enabled
+            self.facts.node_name,
+            domain,
+            clique,
+            cliques_enabled=self.facts.cliques_enabled,
+            clique_id=self.facts.clique_id,
         )
         if not readiness.ready:
             reason = channelclaims.wait_reason(

@@ -26,9 +26,10 @@ def select(
     *,
     profile: fake.Profile = fake.Profile.GB200,
     clique: str = fake.DEFAULT_CLIQUE,
+    profile_file: Path | None = None,
     driver_root: Path | None = None,
 ) -> Nvml:
-    """The backend object. Pure for ``fake``; ``real`` touches nothing until first called."""
+    """The backend object. Pure; neither backend touches anything until first called."""
     if backend is BackendName.FAKE:
-        return fake.FakeNvml(profile=profile, clique=clique)
+        return fake.FakeNvml(profile=profile, clique=clique, profile_file=profile_file)
     return RealNvml(driver_root=driver_root)

@@ -9,7 +9,15 @@ Selected with ``--nvml-backend=fake`` / ``NVML_BACKEND=fake``; the profile with
 - ``h100``: an H100 node without multi-node NVLink (fabric query not supported: no clique);
 - ``fabric-in-progress``: a GB200 tray whose fabric registration has not finished;
 - ``fabric-failure``: a GB200 tray whose fabric registration finished with an error;
-- ``mixed-cliques``: a GB200 tray whose GPUs disagree on the clique.
+- ``mixed-cliques``: a GB200 tray whose GPUs disagree on the clique;
+- ``hgx-h100-partition-pending``: a single-node NVLink system (NVSwitches, Fabric Manager in
+  shared-NVSwitch mode) whose GPUs wait for their partition (fabric state IN_PROGRESS);
+- ``hgx-b200-partition-pending``: the same on a switch-managed NVLink5 node (``SW_MNG`` in an
+  InfiniBand device's VPD), fabric state NOT_STARTED.
+
+The two partitioned profiles differ from the others on disk too: the files that tell a node
+with a local fabric (:func:`local_fabric_files`; see
+docs/compatibility.md#partitioned-fabrics-on-single-node-nvlink-systems).
 
 The profiles are the documents in ``profiles/`` (:mod:`computedomain.nvml.hardware`), written for
 :data:`DEFAULT_CLIQUE`; :func:`document` moves one onto another clique. The mock NVML library
@@ -55,6 +63,8 @@ class Profile(enum.StrEnum):
     FABRIC_IN_PROGRESS = "fabric-in-progress"
     FABRIC_FAILURE = "fabric-failure"
     MIXED_CLIQUES = "mixed-cliques"
+    HGX_H100_PARTITION_PENDING = "hgx-h100-partition-pending"
+    HGX_B200_PARTITION_PENDING = "hgx-b200-partition-pending"
 
     @property
     def path(self) -> Path:
@@ -146,16 +156,28 @@ def nvml_gpus(doc: hardware.Document) -> tuple[Gpu, ...]:
 
 @attrs.frozen
 class FakeNvml:
-    """:class:`~computedomain.nvml.interface.Nvml` serving one profile. Pure and thread-safe."""
+    """:class:`~computedomain.nvml.interface.Nvml` serving one profile. Thread-safe.
+
+    With ``profile_file`` (``--fake-nvml-profile-file`` / ``FAKE_NVML_PROFILE_FILE``) every call
+    reads that profile document afresh, as the mock library reads ``NVML_MOCK_PROFILE`` at each
+    ``nvmlInit``: whoever replaces the file atomically changes the node's hardware at runtime (a
+    Fabric Manager partition change moving the node to another clique, for instance). A file that
+    cannot be read or parsed fails the call with ConfigError naming it. Without it, the named
+    ``profile`` on ``clique`` is served (pure).
+    """
 
     profile: Profile = Profile.GB200
     clique: str = DEFAULT_CLIQUE
+    profile_file: Path | None = None
 
     def __attrs_post_init__(self) -> None:
         parse_clique(self.clique)
 
     def _document(self) -> hardware.Document:
-        doc = document(self.profile, self.clique)
+        if self.profile_file is not None:
+            doc = hardware.read(self.profile_file)
+        else:
+            doc = document(self.profile, self.clique)
         if doc.init_return:
             raise NvmlError("nvmlInitWithFlags", doc.init_return)
         return doc
@@ -168,8 +190,28 @@ class FakeNvml:
 
     @property
     def has_fabric(self) -> bool:
-        """Whether this profile's node has the IMEX fabric-management capability."""
-        return self.profile is not Profile.H100
+        """Whether this profile's node has the IMEX fabric-management capability (multi-node
+        NVLink: the GB200 profiles)."""
+        return self.profile not in _SINGLE_NODE
+
+
+_SINGLE_NODE: Final = frozenset(
+    {Profile.H100, Profile.HGX_H100_PARTITION_PENDING, Profile.HGX_B200_PARTITION_PENDING}
+)
+# An NVSwitch as the nvidia-nvswitch driver lists it (one directory per switch, by PCI address).
+NVSWITCH_DEVICE: Final = "/proc/driver/nvidia-nvswitch/devices/0000:05:00.0/information"
+# An InfiniBand device's VPD on a switch-managed NVLink5 node: binary, with the SW_MNG keyword.
+SWITCH_MANAGED_VPD: Final = "/sys/class/infiniband/mlx5_0/device/vpd"
+
+
+def local_fabric_files(profile: Profile) -> dict[str, str]:
+    """The files by node path that mark ``profile``'s node as having a local NVLink fabric
+    (:mod:`computedomain.nvml.localfabric` reads them). Pure."""
+    if profile is Profile.HGX_H100_PARTITION_PENDING:
+        return {NVSWITCH_DEVICE: "Fabric Manager partitioning: shared NVSwitch\n"}
+    if profile is Profile.HGX_B200_PARTITION_PENDING:
+        return {SWITCH_MANAGED_VPD: "\x82\x10\x00NVIDIA ConnectX-7\x90\x18\x00PN:SW_MNG\x78\x00"}
+    return {}
 
 
 def proc_devices_text() -> str:

@@ -30,6 +30,7 @@ PLUGIN = ".Values.kubeletPlugin"
 PLUGIN_CONTAINER = f"{PLUGIN}.containers.computeDomains"
 CONTROLLER_CONTAINER = f"{CONTROLLER}.containers.computeDomain"
 HEALTHCHECK_ON = f"gt (int {PLUGIN_CONTAINER}.healthcheckPort) 0"
+CLIQUE_LABEL_ON = f"{PLUGIN_CONTAINER}.gpuCliqueLabelEnabled"
 
 
 class BaseChanged(ValueError):
@@ -223,6 +224,7 @@ def _kubelet_plugin(obj: Obj) -> Obj:
     _set(env, "KUBELET_REGISTRAR_DIRECTORY_PATH", f"{registrar} | quote", where)
     _set(env, "KUBELET_PLUGINS_DIRECTORY_PATH", f"{plugins} | quote", where)
     _set(env, "HEALTHCHECK_PORT", f"{PLUGIN_CONTAINER}.healthcheckPort | quote", where)
+    _set(env, "GPU_CLIQUE_LABEL_ENABLED", f"{CLIQUE_LABEL_ON} | quote", where)
     env.append(
         Lines(
             (
@@ -273,6 +275,20 @@ def _kubelet_plugin(obj: Obj) -> Obj:
     return obj
 
 
+def _plugin_cluster_role(obj: Obj) -> Obj:
+    """Nodes ``patch`` only with the clique label (components/gpu-clique-label)."""
+    where = "kubelet plugin ClusterRole"
+    for rule in obj["rules"]:
+        if rule.get("apiGroups") == [""] and rule.get("resources") == ["nodes"]:
+            rule["verbs"] = [
+                *rule["verbs"],
+                Lines((f"{{{{- if {CLIQUE_LABEL_ON} }}}}", "- patch", "{{- end }}")),
+            ]
+            return obj
+    msg = f"{where}: no rule for nodes"
+    raise BaseChanged(msg)
+
+
 def _extra(values: str) -> tuple[str, ...]:
     return (f"{{{{- with {values} }}}}", "{{- toYaml . | nindent @N }}", "{{- end }}")
 
@@ -309,6 +325,7 @@ def _plugin_policy(obj: Obj) -> Obj:
 _RULES: dict[tuple[str, str], Rule] = {
     ("Deployment", "computedomain-controller"): _controller,
     ("DaemonSet", "computedomain-kubelet-plugin"): _kubelet_plugin,
+    ("ClusterRole", "computedomain-kubelet-plugin"): _plugin_cluster_role,
     ("NetworkPolicy", "computedomain-controller"): _controller_policy,
     ("NetworkPolicy", "computedomain-kubelet-plugin"): _plugin_policy,
 }

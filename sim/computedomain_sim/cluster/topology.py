@@ -3,12 +3,15 @@
 Called by :mod:`.cluster`. Pure. Each rack is one NVLink domain: its nodes share a clique
 (``<cluster UUID>.<rack>``) and carry the labels a GPU node has (``nvidia.com/gpu.present``, the
 GPU Feature Discovery clique label) plus the rack. The driver files of the profile
-(``/proc/devices`` and, with a fabric, the ``fabric-imex-mgmt`` capability the kubelet plugin
-reads for daemon claims) go on every node. The NVML the plugin sees is the node's hardware too:
-the fake backend of the profile and clique (``NVML_BACKEND=fake``, ``FAKE_NVML_PROFILE``,
-``FAKE_NVML_CLIQUE``) or, with ``nvml_backend`` real, the mock NVML library under the node's
-driver root with the node's profile document beside it (:mod:`computedomain_sim.nvmlmock`), and
-the plugin's own default, the real backend.
+(``/proc/devices``, with a fabric the ``fabric-imex-mgmt`` capability the kubelet plugin
+reads for daemon claims, on a single-node NVLink system the files that say so) go on every
+node. The NVML the plugin sees is the node's hardware too:
+the fake backend (``NVML_BACKEND=fake``) or, with ``nvml_backend`` real, the mock NVML library
+under the node's driver root (:mod:`computedomain_sim.nvmlmock`) and the plugin's own default,
+the real backend. Either reads the node's profile document (the profile on the rack's clique)
+from the node's driver root at every query (``FAKE_NVML_PROFILE_FILE``,
+``NVML_MOCK_PROFILE``), so replacing that file (:func:`computedomain_sim.nvmlmock.write_profile`)
+changes the node's hardware at runtime, as a Fabric Manager partition change does.
 """
 
 from __future__ import annotations
@@ -74,20 +77,23 @@ class Topology:
 def driver_files(profile: str) -> dict[str, str]:
     """The driver's files on a node of ``profile``, by node path. Pure; raises ConfigError (a
     ValueError) for an unknown profile."""
-    hardware = fake.FakeNvml(fake.parse_profile(profile))
-    if not hardware.has_fabric:
-        return {}
-    return {names.FABRIC_IMEX_MGMT_PATH: fake.fabric_imex_mgmt_text()}
+    chosen = fake.parse_profile(profile)
+    files = fake.local_fabric_files(chosen)
+    if fake.FakeNvml(chosen).has_fabric:
+        files[names.FABRIC_IMEX_MGMT_PATH] = fake.fabric_imex_mgmt_text()
+    return files
 
 
 def nvml_environment(topology: Topology, clique: str) -> dict[str, str]:
     """The node env that selects the plugin's NVML (see the module doc). Pure."""
+    document = DRIVER_ROOT_MOUNT + nvmlmock.PROFILE_NODE_PATH
     if topology.nvml_backend is nvmlmock.NvmlBackend.REAL:
-        return {"NVML_MOCK_PROFILE": DRIVER_ROOT_MOUNT + nvmlmock.PROFILE_NODE_PATH}
+        return {"NVML_MOCK_PROFILE": document}
     return {
         "NVML_BACKEND": "fake",
         "FAKE_NVML_PROFILE": topology.profile,
         "FAKE_NVML_CLIQUE": clique,
+        "FAKE_NVML_PROFILE_FILE": document,
     }
 
 
@@ -99,8 +105,7 @@ def nodes(topology: Topology, address_of: Callable[[int], str]) -> list[NodeConf
     for rack in range(topology.racks):
         clique = topology.clique(rack)
         rack_files = dict(files)
-        if real:
-            rack_files[nvmlmock.PROFILE_NODE_PATH] = nvmlmock.profile_text(topology.profile, clique)
+        rack_files[nvmlmock.PROFILE_NODE_PATH] = nvmlmock.profile_text(topology.profile, clique)
         for index in range(topology.nodes_per_rack):
             name = f"r{rack}n{index}"
             out.append(

@@ -159,3 +159,41 @@ async def test_relist_after_410_diffs_the_store(small_window_server: Any) -> Non
         assert informer.store.get(f"{ns}/change")["data"] == {"v": "2"}  # type: ignore[index]
     finally:
         await api.close()
+
+
+async def test_reselect_relists_with_the_new_selector_and_keeps_watching(
+    api: Api, namespace: str
+) -> None:
+    await api.create(resources.CONFIG_MAPS, cm("old", namespace, cd="cd1"))
+    await api.create(resources.CONFIG_MAPS, cm("new", namespace, cd="cd2"))
+    informer = Informer(
+        api, resources.CONFIG_MAPS, namespace=namespace, label_selector=f"{LABEL}=cd1"
+    )
+    seen = Recorder()
+    informer.add_handler(seen.handler())
+    informer.reselect(f"{LABEL}=cd1")  # unchanged: nothing to do
+    async with running(informer):
+        assert await informer.wait_for_sync(10)
+        assert seen.calls == [("add", "old")]
+        informer.reselect(f"{LABEL}=cd2")
+
+        async def switched() -> bool:
+            return sorted(o["metadata"]["name"] for o in informer.store.list()) == ["new"]
+
+        await eventually(switched, what="the store holding only the newly selected object")
+        assert sorted(seen.calls) == [("add", "new"), ("add", "old"), ("delete", "old")]
+        # The watch goes on with the new selector.
+        await api.create(resources.CONFIG_MAPS, cm("later", namespace, cd="cd2"))
+        await api.create(resources.CONFIG_MAPS, cm("ignored", namespace, cd="cd1"))
+
+        async def later() -> bool:
+            return ("add", "later") in seen.calls
+
+        await eventually(later, what="an add for the object created after the switch")
+        await api.create(resources.CONFIG_MAPS, cm("marker", namespace, cd="cd2"))
+
+        async def marker() -> bool:
+            return ("add", "marker") in seen.calls
+
+        await eventually(marker, what="an add for the marker")
+        assert ("add", "ignored") not in seen.calls

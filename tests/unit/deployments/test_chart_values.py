@@ -158,6 +158,14 @@ def check_no_probes(o: Objects) -> None:
     assert [p["port"] for p in rule["ports"]] == [8081]
 
 
+def check_clique_label(o: Objects) -> None:
+    assert env(plg(o))["GPU_CLIQUE_LABEL_ENABLED"] == "true"
+    rules = o[("ClusterRole", "computedomain-kubelet-plugin")]["rules"]
+    assert [r["verbs"] for r in rules if r["resources"] == ["nodes"]] == [
+        ["get", "list", "watch", "update", "patch"]
+    ]
+
+
 def check_health_port(o: Objects) -> None:
     plugin = container(plg(o))
     assert env(plg(o))["HEALTHCHECK_PORT"] == "6000"
@@ -356,6 +364,7 @@ CASES: dict[str, Case] = {
     f"{PC}.resources": case(
         RESOURCES, merged_at(P, "resources", f"{PC}.resources", RESOURCES, pod_level=False)
     ),
+    f"{PC}.gpuCliqueLabelEnabled": case(True, check_clique_label),
     f"{PC}.healthcheckPort": case(6000, check_health_port),
     "kubeletPlugin.networkPolicy.enabled": case(
         False, check_no_policy("computedomain-kubelet-plugin")

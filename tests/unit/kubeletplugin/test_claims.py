@@ -150,3 +150,21 @@ def test_wait_reason_mentions_entry_state_and_no_clique() -> None:
     pod = {"metadata": {"name": "d"}, "status": {"phase": "Running", "conditions": []}}
     message = channelclaims.wait_reason(cd(), "n3", "", readiness, pod)
     assert message.endswith("(no NVLink clique): daemon pod d Running, not Ready, entry NotReady")
+
+
+@pytest.mark.parametrize(
+    ("entry", "ready"),
+    [
+        ({"name": "n1", "status": "Ready", "cliqueID": "c.2"}, True),
+        ({"name": "n1", "status": "Ready", "cliqueID": "c.1"}, False),
+        ({"name": "n1", "status": "Ready"}, True),
+    ],
+    ids=["current-clique", "old-clique", "no-clique-field"],
+)
+def test_a_status_entry_of_another_clique_is_stale(entry: dict[str, Any], ready: bool) -> None:
+    result = channelclaims.assess(
+        "n1", cd(nodes=[entry]), None, cliques_enabled=True, clique_id="c.2"
+    )
+    assert result.ready is ready
+    if not ready:
+        assert result.entry_status == "registered in clique 'c.1'"

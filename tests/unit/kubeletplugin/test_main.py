@@ -15,7 +15,8 @@ from computedomain.kubeletplugin import main
             [],
             {"NODE_NAME": "n", "FAKE_NVML_PROFILE": "a100"},
             "cd-kubelet-plugin: error: --fake-nvml-profile/FAKE_NVML_PROFILE: unknown profile "
-            "'a100' (valid: gb200, h100, fabric-in-progress, fabric-failure, mixed-cliques)",
+            "'a100' (valid: gb200, h100, fabric-in-progress, fabric-failure, mixed-cliques, "
+            "hgx-h100-partition-pending, hgx-b200-partition-pending)",
         ),
         (
             ["--nvml-backend", "gpu"],

@@ -32,6 +32,10 @@ PROFILE_CASES = [
     (fake.Profile.FABRIC_FAILURE, False, ""),
     (fake.Profile.MIXED_CLIQUES, True, clique.CliqueError("the GPUs of this node disagree")),
     (fake.Profile.MIXED_CLIQUES, False, clique.CliqueError("the GPUs of this node disagree")),
+    (fake.Profile.HGX_H100_PARTITION_PENDING, True, clique.CliqueError("state IN_PROGRESS")),
+    (fake.Profile.HGX_H100_PARTITION_PENDING, False, ""),
+    (fake.Profile.HGX_B200_PARTITION_PENDING, True, clique.CliqueError("state NOT_STARTED")),
+    (fake.Profile.HGX_B200_PARTITION_PENDING, False, ""),
 ]
 
 
@@ -133,3 +137,56 @@ def test_cluster_uuid_is_lowercase_canonical() -> None:
     assert clique.discover([_gpu(0, cluster=upper, clique_id=32766)], strict=True) == (
         "abcdef01-2345-6789-abcd-ef0123456789.32766"
     )
+
+
+# Strict mode with skip_incomplete (FabricManagerPartitioning on a single-node NVLink system).
+SKIP_CASES = {
+    "in-progress-skipped": ([_gpu(0, state=FabricState.IN_PROGRESS)], ""),
+    "not-started-skipped": ([_gpu(0, state=FabricState.NOT_STARTED)], ""),
+    "unknown-state-skipped": ([_gpu(0, state=7)], ""),
+    "completed-one-still-counts": ([_gpu(0, state=FabricState.IN_PROGRESS), _gpu(1)], RACK),
+    "zero-uuid-completed-skipped": ([_gpu(0, cluster=ZERO_UUID)], ""),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SKIP_CASES))
+def test_skip_incomplete_skips_unfinished_registrations(case: str) -> None:
+    gpus, want = SKIP_CASES[case]
+    assert clique.discover(gpus, strict=True, skip_incomplete=True) == want
+
+
+@pytest.mark.parametrize(
+    ("gpus", "pattern"),
+    [
+        ([_gpu(0, status=NVML_ERROR_UNKNOWN)], "registration error"),
+        ([_gpu(0, ret=NVML_ERROR_UNKNOWN)], "ERROR_UNKNOWN"),
+        ([_gpu(0), _gpu(1, cluster=uuid.UUID(int=5))], "disagree"),
+    ],
+    ids=["completed-with-error", "query-error", "disagreement"],
+)
+def test_skip_incomplete_keeps_every_other_refusal(gpus: list[Gpu], pattern: str) -> None:
+    with pytest.raises(clique.CliqueError, match=pattern):
+        clique.discover(gpus, strict=True, skip_incomplete=True)
+
+
+def test_incomplete_names_exactly_the_gpus_skip_incomplete_skips() -> None:
+    gpus = [
+        _gpu(0, state=FabricState.IN_PROGRESS),
+        _gpu(1),
+        _gpu(2, state=FabricState.NOT_SUPPORTED),
+        _gpu(3, ret=NVML_ERROR_NOT_SUPPORTED),
+        _gpu(4, name="NVIDIA DGX Display", state=FabricState.NOT_STARTED),
+        _gpu(5, state=FabricState.NOT_STARTED),
+    ]
+    assert [g.index for g in clique.incomplete(gpus)] == [0, 5]
+
+
+@pytest.mark.parametrize(
+    "profile",
+    [fake.Profile.HGX_H100_PARTITION_PENDING, fake.Profile.HGX_B200_PARTITION_PENDING],
+    ids=str,
+)
+def test_partition_pending_profiles_have_no_clique_when_skipped(profile: fake.Profile) -> None:
+    gpus = fake.FakeNvml(profile=profile, clique=RACK).gpus()
+    assert len(clique.incomplete(gpus)) == len(gpus) == 8
+    assert clique.discover(gpus, strict=True, skip_incomplete=True) == ""

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from computedomain.api.errors import ConfigError
-from computedomain.nvml import backends, fake, procdevices
+from computedomain.nvml import backends, fake, hardware, procdevices
 from computedomain.nvml.interface import BackendName, Nvml
 from computedomain.nvml.real import RealNvml
 
@@ -17,6 +19,8 @@ def test_profile_names_and_errors() -> None:
         "fabric-in-progress",
         "fabric-failure",
         "mixed-cliques",
+        "hgx-h100-partition-pending",
+        "hgx-b200-partition-pending",
     ]
     with pytest.raises(ConfigError, match=r"FAKE_NVML_PROFILE: unknown profile 'a100'.*gb200"):
         fake.parse_profile("a100")
@@ -62,3 +66,19 @@ def test_backend_selection() -> None:
         ConfigError, match=r"NVML_BACKEND: unknown NVML backend 'gpu' \(valid: real, fake\)"
     ):
         backends.parse_backend("gpu")
+
+
+def test_a_profile_file_is_read_afresh_at_every_query(tmp_path: Path) -> None:
+    path = tmp_path / "profile.json"
+    first, second = (
+        "7c1f3a52-9d0e-4b6a-8f21-3e5d9c0b4a17.1",
+        "7c1f3a52-9d0e-4b6a-8f21-3e5d9c0b4a17.9",
+    )
+    path.write_text(hardware.dumps(fake.document(fake.Profile.GB200, first)))
+    nvml = fake.FakeNvml(profile_file=path)
+    assert {g.fabric.clique for g in nvml.gpus() if g.fabric} == {first}
+    path.write_text(hardware.dumps(fake.document(fake.Profile.GB200, second)))
+    assert {g.fabric.clique for g in nvml.gpus() if g.fabric} == {second}
+    path.write_text("{")
+    with pytest.raises(ConfigError, match=str(path)):
+        nvml.gpus()
