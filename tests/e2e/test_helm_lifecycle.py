@@ -210,12 +210,21 @@ async def test_install_upgrade_rollback_uninstall(bare_cluster: kit.Cluster) -> 
         assert {plugin_env(p)["LOG_VERBOSITY"] for p in restored} == {"4"}
         await kit.domain_ready(api, cluster, NS, "job", within=150)
 
-        # An operator deletes the domains before uninstalling; the controller then removes
-        # their daemons and claim templates, so nothing the driver made is left either.
+        # An operator deletes the domains before uninstalling and waits for their daemon pods
+        # to go (docs/operations.md#uninstall): the controller removes the daemons and claim
+        # templates, and the kubelet plugins, still installed, unprepare the daemons' claims.
+        # A daemon pod still terminating when the plugin goes would stay Terminating for good,
+        # as on any Kubernetes: the kubelet blocks a pod's end on its claims' unprepare.
+        domain_uid = (await api.get(resources.COMPUTE_DOMAINS, "job", NS))["metadata"]["uid"]
         for index in range(len(cluster.nodes)):
             await kit.delete_now(api, resources.PODS, f"worker-{index}", NS)
         await api.delete(resources.COMPUTE_DOMAINS, "job", NS)
         await kit.gone(api, resources.COMPUTE_DOMAINS, "job", NS, within=150)
+
+        async def no_daemon_pods() -> bool:
+            return await kit.daemon_pods(api, domain_uid) == []
+
+        await kit.eventually(no_daemon_pods, what="the domain's daemon pods gone", within=150)
 
         helm_on(cluster, "uninstall", RELEASE)
 
