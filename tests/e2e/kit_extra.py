@@ -190,8 +190,7 @@ async def rbac_uses(api: Api, usage: Path, control_plane: str) -> list[rbac_usag
     for role in (await api.list_all(resources.ROLES))[0]:
         meta = role["metadata"]
         roles[f"Role/{meta['namespace']}/{meta['name']}"] = role.get("rules") or []
-    requests = audit.read(usage) if usage.exists() else iter(())
-    return list(audit.uses(requests, roles))
+    return await asyncio.to_thread(lambda: list(audit.uses(audit.read(usage), roles)))
 
 
 async def release(api: Api, cluster: Cluster, ns: str) -> None:

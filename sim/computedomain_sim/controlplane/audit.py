@@ -72,6 +72,8 @@ class AuditedRequest:
     path: str  # the request URI without its query
     allowed: bool
     reason: str
+    user_agent: str = ""
+    code: int = 0  # the response's status code (0: not known)
 
     @classmethod
     def from_event(cls, event: Mapping[str, Any]) -> AuditedRequest:
@@ -89,14 +91,23 @@ class AuditedRequest:
             path=str(event.get("requestURI") or "").split("?", 1)[0],
             allowed=annotations.get(DECISION) == "allow",
             reason=str(annotations.get(REASON) or ""),
+            user_agent=str(event.get("userAgent") or ""),
+            code=int((event.get("responseStatus") or {}).get("code") or 0),
         )
 
 
-def read(path: Path) -> Iterator[AuditedRequest]:
-    """The requests logged in ``path``, each once (a watch's start and end share an audit ID;
-    lines that are not audit events, or cut short by a concurrent write, are skipped)."""
+def read(path: Path, offset: int = 0) -> Iterator[AuditedRequest]:
+    """The requests logged in ``path`` from byte ``offset`` on, each once (a watch's start and
+    end share an audit ID; lines that are not audit events, or cut short by a concurrent write,
+    are skipped). None before the API server has logged a first event (no file yet)."""
     seen: set[str] = set()
-    for line in path.read_text(encoding="utf-8").splitlines():
+    try:
+        with path.open("rb") as log:
+            log.seek(offset)
+            text = log.read().decode("utf-8", errors="replace")
+    except FileNotFoundError:
+        return
+    for line in text.splitlines():
         try:
             event = json.loads(line)
             audit_id = str(event["auditID"])

@@ -67,6 +67,7 @@ def test_requests_are_read_once_with_the_authorizers_verdict(tmp_path: Path) -> 
         _event("c", "get", None, "allow", "", uri="/healthz?verbose"),
     ]
     path = tmp_path / "audit.log"
+    assert list(audit.read(path)) == []  # not written yet
     _write(path, events, tail='{"auditID": "d", "verb"')  # a line cut short
     requests = list(audit.read(path))
     assert [(r.verb, r.resource, r.allowed) for r in requests] == [
@@ -74,7 +75,8 @@ def test_requests_are_read_once_with_the_authorizers_verdict(tmp_path: Path) -> 
         ("delete", "nodes", False),
         ("get", "", True),
     ]
-    assert requests[0].namespace == "ns" and requests[0].reason == CLUSTER_REASON
+    assert requests[0].namespace == "ns"
+    assert requests[0].reason == CLUSTER_REASON
     assert requests[1].name == "n1"
     assert requests[2].path == "/healthz"
 
@@ -82,9 +84,7 @@ def test_requests_are_read_once_with_the_authorizers_verdict(tmp_path: Path) -> 
 def test_the_role_of_a_reason() -> None:
     assert audit.role_of(CLUSTER_REASON) == "ClusterRole/reader"
     assert audit.role_of(ROLE_REASON) == "Role/ns/cm"
-    cluster_role_in_ns = (
-        'RBAC: allowed by RoleBinding "rb/team" of ClusterRole "view" to User "u"'
-    )
+    cluster_role_in_ns = 'RBAC: allowed by RoleBinding "rb/team" of ClusterRole "view" to User "u"'
     assert audit.role_of(cluster_role_in_ns) == "ClusterRole/view"
     assert audit.role_of("") is None
     assert audit.role_of('allowed by group "system:masters"') is None
@@ -127,9 +127,11 @@ def test_attribution_agrees_with_the_embedded_authorizer() -> None:
             }
         ],
         "roles": [
-            {"metadata": {"name": "cm", "namespace": "ns", "resourceVersion": "3"},
-             "rules": ROLE_RULES},
-        ],  # fmt: skip
+            {
+                "metadata": {"name": "cm", "namespace": "ns", "resourceVersion": "3"},
+                "rules": ROLE_RULES,
+            }
+        ],
         "rolebindings": [
             {
                 "metadata": {"name": "cm", "namespace": "ns", "resourceVersion": "4"},
@@ -153,7 +155,8 @@ def test_attribution_agrees_with_the_embedded_authorizer() -> None:
             user, verb, group, resource, subresource, name, "ns" if resource != "nodes" else ""
         )
         decision = authorizer.authorize(attrs)
-        assert decision.allowed and decision.rule is not None
+        assert decision.allowed
+        assert decision.rule is not None
         request = audit.AuditedRequest(
             SA, verb, group, resource, subresource, name, attrs.namespace, "", True,
             decision.reason,
