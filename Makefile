@@ -162,15 +162,23 @@ faults: bytecode
 kube-bins:
 	@sim/controlplane/build.sh
 
-# The end-to-end scenarios that run on the real control plane too, run on it (built first).
-# Not yet: those that need the embedded server's RBAC usage log (IP mode, leader election,
-# least privilege) or its fault injection, the doctor's and the benchmarks'. slice_policy runs
-# only here: the embedded server does not enforce ValidatingAdmissionPolicies.
+# The end-to-end scenarios that run on the real control plane too, run on it (built first);
+# where a scenario checks RBAC (IP mode, least privilege), kube-apiserver's audit log gives the
+# real authorizer's decisions. Then, whether or not they passed (both must), the short cluster
+# fault run on its own (one seed: process kills, node reboots, full disks; the same invariants).
+# The API server's injected faults and the suites built on them are the embedded server's only.
+# Not here either: the other modules of tests/e2e (doctor, kubectl, demo, plugins, real NVML,
+# the benchmarks' shape tests; the benchmarks take --control-plane themselves). slice_policy
+# runs only here: the embedded server does not enforce ValidatingAdmissionPolicies.
 KUBE_SCENARIOS := $(addprefix tests/e2e/test_,$(addsuffix .py,smoke channels teardown \
 	two_domains failover restarts numnodes labelled_node host_imex_conflict workloads \
-	slice_policy helm_lifecycle))
+	slice_policy helm_lifecycle ip_mode leader_election least_privilege))
+KUBE_FAULTS := tests/faults/test_cluster_faults.py
 test-kube: bytecode kube-bins
-	$(VENV)/bin/pytest -n 2 --dist loadgroup --control-plane=kube $(KUBE_SCENARIOS) $(PYTEST_ARGS)
+	@$(VENV)/bin/pytest -n 2 --dist loadgroup --control-plane=kube $(KUBE_SCENARIOS) \
+	  $(PYTEST_ARGS); scenarios=$$?; \
+	$(VENV)/bin/pytest --control-plane=kube $(KUBE_FAULTS) $(PYTEST_ARGS); faults=$$?; \
+	test $$scenarios -eq 0 && test $$faults -eq 0
 
 clean:
 	rm -rf $(VENV) .sim .pytest_cache .mypy_cache .ruff_cache

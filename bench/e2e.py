@@ -20,8 +20,16 @@ reports
   daemons (max and sum; with their ``nvidia-imex`` stand-ins apart), workers excluded;
 - ``cluster_down_s``: the time to tear everything down.
 
+``--control-plane embedded,kube`` measures the same sizes on each control plane named, one
+after the other: the embedded one (the default) and Kubernetes' own (``make kube-bins``). There
+``api_requests`` comes from kube-apiserver's audit log, which records the service accounts'
+requests only (the components'; not the admin's, the benchmark's or the kubelets'), and
+``peak_rss_mib``/``cpu_s`` include etcd and the three Kubernetes programs.
+
 Each size runs in a child process of its own (``--one RxN``), so the sim process's peak memory
-is its own. Prints exactly one JSON document. Run: ``python bench/e2e.py [--sizes 2x4,2x18]``.
+is its own. Prints exactly one JSON document, the sizes under the control plane that ran them
+(``{"benchmark": "e2e", "control_planes": {"embedded": {"sizes": [...]}, ...}}``). Run:
+``python bench/e2e.py [--sizes 2x4,2x18] [--control-plane embedded,kube]``.
 """
 
 from __future__ import annotations
@@ -47,9 +55,15 @@ from computedomain.kube.client import ClientConfig, connect
 from computedomain.kube.informer import FuncHandler, Informer
 from computedomain.kube.resources import COMPUTE_DOMAINS, DEPLOYMENTS, NAMESPACES, PODS
 from computedomain.kube.rest import Api
-from computedomain_sim.apiserver.accounting import RequestAccounting
-from computedomain_sim.cluster.cluster import DEFAULT_MANIFESTS, ClusterConfig, SimCluster
+from computedomain_sim.apiserver.accounting import COUNTED_STATUSES, RequestAccounting
+from computedomain_sim.cluster.cluster import (
+    DEFAULT_MANIFESTS,
+    ClusterConfig,
+    ControlPlane,
+    SimCluster,
+)
 from computedomain_sim.cluster.topology import Topology
+from computedomain_sim.controlplane import audit
 from computedomain_sim.imex import wrappers
 
 DEFAULT_SIZES = "2x4,2x18,4x18"
@@ -62,7 +76,25 @@ COMPONENTS = (
     ("daemon", "cd-imex-daemon"),
     ("imex", "computedomain_sim.imex.daemon"),  # the nvidia-imex stand-in
 )
+# The real control plane's programs, by the name they run under (``--control-plane kube``).
+CONTROL_PLANE_PROGRAMS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
 TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def parse_control_planes(text: str) -> list[ControlPlane]:
+    """``"embedded,kube"`` -> the control planes, in order, each once; raises ValueError
+    naming the flag and the unknown name."""
+    planes: list[ControlPlane] = []
+    for name in (n.strip() for n in text.split(",")):
+        try:
+            plane = ControlPlane(name)
+        except ValueError:
+            known = ", ".join(c.value for c in ControlPlane)
+            msg = f"--control-plane: {name!r} is not a control plane ({known})"
+            raise ValueError(msg) from None
+        if plane not in planes:
+            planes.append(plane)
+    return planes
 
 
 def parse_size(text: str) -> tuple[int, int]:
@@ -234,6 +266,9 @@ def _kind(pid: int) -> str | None:
     # The program's name is the interpreter's script or module, or (through a bin/ launcher)
     # the launcher's path a few arguments further on (after the checkout's path for
     # cd-imex-daemon in a checkout).
+    program = Path(argv[0].decode(errors="replace")).name
+    if program in CONTROL_PLANE_PROGRAMS:
+        return program
     words = " ".join(Path(a.decode(errors="replace")).name for a in argv[:9])
     if b"check" in argv:
         return None  # an exec probe (cd-imex-daemon check), counted with the exited children
@@ -294,25 +329,75 @@ class Sample:
         return {kind: round(value, 2) for kind, value in sorted(spent.items())}
 
 
+class AuditAccounting:
+    """What :class:`RequestAccounting` counts, from kube-apiserver's audit log (its service
+    accounts' requests only): the requests logged since the last :meth:`reset`."""
+
+    def __init__(self, log: Path) -> None:
+        self.log = log
+        self._offset = 0
+
+    def _requests(self) -> list[audit.AuditedRequest]:
+        return list(audit.read(self.log, self._offset))
+
+    def reset(self) -> None:
+        self._offset = self.log.stat().st_size if self.log.exists() else 0
+
+    def total(self) -> int:
+        return len(self._requests())
+
+    def snapshot(self) -> dict[str, Any]:
+        """The shape of :meth:`RequestAccounting.snapshot`, users sorted."""
+        out: dict[str, dict[str, Any]] = {}
+        for request in sorted(self._requests(), key=lambda r: r.user):
+            entry = out.setdefault(
+                request.user,
+                {"total": 0, "verbs": {}, "agents": {}, **{str(c): 0 for c in COUNTED_STATUSES}},
+            )
+            entry["total"] += 1
+            entry["verbs"][request.verb] = entry["verbs"].get(request.verb, 0) + 1
+            agent = request.user_agent.split("/", 1)[0].strip() or "(none)"
+            entry["agents"][agent] = entry["agents"].get(agent, 0) + 1
+            if request.code in COUNTED_STATUSES:
+                entry[str(request.code)] += 1
+        return out
+
+
 async def measure(
-    racks: int, per_rack: int, within: float, keep: Path | None = None
+    racks: int,
+    per_rack: int,
+    within: float,
+    keep: Path | None = None,
+    control_plane: ControlPlane = ControlPlane.EMBEDDED,
 ) -> dict[str, Any]:
-    """One size, in this process. Tears everything down, also on failure; the state directory
-    (logs) is removed unless ``keep`` names where to put it."""
+    """One size on ``control_plane``, in this process. Tears everything down, also on
+    failure; the state directory (logs) is removed unless ``keep`` names where to put it."""
     nodes = racks * per_rack
-    accounting = RequestAccounting()
     with tempfile.TemporaryDirectory(prefix="cd-bench-") as scratch:
         state = str(keep) if keep is not None else scratch
+        accounting: RequestAccounting | AuditAccounting
+        if control_plane is ControlPlane.KUBE:
+            audit_log = Path(state) / "kube-audit.log"
+            accounting = AuditAccounting(audit_log)
+            counting: dict[str, Any] = {"rbac_usage": audit_log}
+        else:
+            accounting = RequestAccounting()
+            counting = {"api_stages": (accounting,)}
         cluster = SimCluster(
             ClusterConfig(
                 state_dir=Path(state),
                 topology=Topology(racks, per_rack, seed=state),
                 manifests=DEFAULT_MANIFESTS,
                 imex_path=str(wrappers.ensure()),
-                api_stages=(accounting,),
+                control_plane=control_plane,
+                **counting,
             )
         )
-        out: dict[str, Any] = {"size": f"{racks}x{per_rack}", "nodes": nodes}
+        out: dict[str, Any] = {
+            "size": f"{racks}x{per_rack}",
+            "nodes": nodes,
+            "control_plane": str(control_plane),
+        }
         started = time.perf_counter()
         try:
             await cluster.start()
@@ -322,16 +407,8 @@ async def measure(
             out["components_ready_s"] = round(time.perf_counter() - started, 3)
             out["isolation"] = str(cluster.isolation)
             out["api_requests_setup"] = accounting.snapshot()
-            assert cluster.server is not None
-            cert = cluster.server.serving_cert
             api = await connect(
-                ClientConfig(
-                    url=cluster.url,
-                    token=cluster.server.admin_token,
-                    qps=0,
-                    user_agent="bench",
-                    ca_file=str(cert.cert_path) if cert is not None else None,
-                )
+                ClientConfig(kubeconfig=str(cluster.layout.kubeconfig), qps=0, user_agent="bench")
             )
             try:
                 await api.create(NAMESPACES, {"metadata": {"name": NAMESPACE}})
@@ -361,17 +438,22 @@ async def measure(
     return out
 
 
-def run_size(size: str, within: float, keep: Path | None) -> dict[str, Any]:
-    """Measure one size in a child process; its JSON document (or the error)."""
-    extra = ["--keep", str(keep / size)] if keep is not None else []
+def run_size(
+    size: str, within: float, keep: Path | None, control_plane: ControlPlane
+) -> dict[str, Any]:
+    """Measure one size on ``control_plane`` in a child process; its JSON document (or the
+    error)."""
+    extra = ["--keep", str(keep / str(control_plane) / size)] if keep is not None else []
     child = subprocess.run(
-        [sys.executable, __file__, "--one", size, "--within", str(within), *extra],
+        [sys.executable, __file__, "--one", size, "--within", str(within),
+         f"--control-plane={control_plane}", *extra],
         capture_output=True,
         text=True,
         check=False,
-    )
+    )  # fmt: skip
     if child.returncode != 0 or not child.stdout.strip():
-        return {"size": size, "error": child.stderr.strip().splitlines()[-20:]}
+        error = child.stderr.strip().splitlines()[-20:]
+        return {"size": size, "control_plane": str(control_plane), "error": error}
     result: dict[str, Any] = json.loads(child.stdout)
     return result
 
@@ -392,26 +474,38 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", default=DEFAULT_SIZES, help="RACKSxNODES, comma separated")
     parser.add_argument("--within", type=float, default=300.0, help="deadline of each wait")
-    parser.add_argument("--keep", type=Path, help="keep each size's state (logs) under KEEP/RxN")
+    parser.add_argument(
+        "--keep", type=Path, help="keep each size's state (logs) under KEEP/<control plane>/RxN"
+    )
+    parser.add_argument(
+        "--control-plane",
+        default=str(ControlPlane.EMBEDDED),
+        help="the control planes to measure on, comma separated: embedded, kube (make kube-bins)",
+    )
     parser.add_argument("--one", help=argparse.SUPPRESS)  # one size, in this process
     args = parser.parse_args(argv)
-    if args.one:
-        racks, per_rack = parse_size(args.one)
-        print(json.dumps(asyncio.run(measure(racks, per_rack, args.within, args.keep))))
-        return 0
     try:
-        sizes = [parse_size(s) for s in args.sizes.split(",")]
+        planes = parse_control_planes(args.control_plane)
+        sizes = [parse_size(s) for s in (args.one or args.sizes).split(",")]
     except ValueError as exc:
         parser.error(str(exc))
-    results = []
-    for racks, per_rack in sizes:
-        before = machine()
-        result = run_size(f"{racks}x{per_rack}", args.within, args.keep)
-        result["machine_before"] = before
-        results.append(result)
-    document = {"benchmark": "e2e", "sizes": results}
+    if args.one:
+        (racks, per_rack), plane = sizes[0], planes[0]
+        result = asyncio.run(measure(racks, per_rack, args.within, args.keep, plane))
+        print(json.dumps(result))
+        return 0
+    by_plane: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for plane in planes:
+        results = by_plane.setdefault(str(plane), {"sizes": []})["sizes"]
+        for racks, per_rack in sizes:
+            before = machine()
+            result = run_size(f"{racks}x{per_rack}", args.within, args.keep, plane)
+            result["machine_before"] = before
+            results.append(result)
+    document = {"benchmark": "e2e", "control_planes": by_plane}
     print(json.dumps(document, indent=2))
-    return 1 if any("error" in r for r in results) else 0
+    failed = any("error" in r for plane in by_plane.values() for r in plane["sizes"])
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

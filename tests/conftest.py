@@ -22,9 +22,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--control-plane",
         choices=["embedded", "kube"],
         default="embedded",
-        help="the control plane of the end-to-end scenarios' simulated clusters: the embedded "
-        "one, or the real one of `make kube-bins` (what `make test-kube` runs)",
+        help="the control plane of the simulated clusters of the end-to-end scenarios and the "
+        "cluster fault runs: the embedded one, or the real one of `make kube-bins` (what "
+        "`make test-kube` runs)",
     )
+
+
+@pytest.fixture(scope="session")
+def control_plane(pytestconfig: pytest.Config) -> str:
+    """The simulated clusters' control plane (``--control-plane``): ``embedded`` or ``kube``."""
+    return str(pytestconfig.getoption("control_plane"))
 
 
 @pytest.fixture(scope="module")

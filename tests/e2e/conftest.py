@@ -71,12 +71,6 @@ def processes_mentioning(text: str) -> list[int]:
     return found
 
 
-@pytest.fixture(scope="session")
-def control_plane(pytestconfig: pytest.Config) -> str:
-    """The scenarios' control plane (``--control-plane``): ``embedded`` or ``kube``."""
-    return str(pytestconfig.getoption("control_plane"))
-
-
 @pytest.fixture
 def sim_up(tmp_path: Path, control_plane: str) -> Iterator[SimUp]:
     """``sim up`` (1 rack, 2 nodes, not waiting for the driver's components), torn down after."""
@@ -127,10 +121,12 @@ def default_cluster(
 
 
 @pytest.fixture(scope="session")
-def leader_election_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[kit_extra.Shared]:
+def leader_election_cluster(
+    tmp_path_factory: pytest.TempPathFactory, control_plane: str
+) -> Iterator[kit_extra.Shared]:
     """Two controller replicas with leader election (the ``leader-election`` component over
     the simulation's manifests), one rack of two nodes, recording RBAC use
-    (``--rbac-usage``)."""
+    (``--rbac-usage``; on kube, kube-apiserver's audit log)."""
     from . import kit, kit_extra  # kit imports this module: import it once the tests run
 
     root = tmp_path_factory.mktemp("scen2-le")
@@ -142,5 +138,6 @@ def leader_election_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterato
         racks=1,
         nodes_per_rack=2,
         extra_args=[f"--manifests={manifests}", f"--rbac-usage={usage}"],
+        control_plane=control_plane,
     ) as cluster:
-        yield kit_extra.Shared(cluster, root, usage)
+        yield kit_extra.Shared(cluster, root, usage, control_plane)

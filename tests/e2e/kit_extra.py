@@ -27,6 +27,8 @@ import attrs
 from computedomain.api import names
 from computedomain.kube import errors, resources
 from computedomain.kube.rest import Api
+from computedomain_sim.apiserver import rbac_usage
+from computedomain_sim.controlplane import audit
 from computedomain_sim.imex import wrappers
 
 from .kit import DRIVER_NAMESPACE, Cluster, api_of, eventually
@@ -166,11 +168,29 @@ def imex_wrappers(directory: Path, markers: Path) -> Path:
 @attrs.frozen
 class Shared:
     """A scenario module's cluster with the nodes' host-session markers (see
-    :func:`imex_wrappers`) and, when recorded, the RBAC-usage file."""
+    :func:`imex_wrappers`) and, when recorded, the RBAC-usage file (``sim up --rbac-usage``)
+    and the control plane that wrote it."""
 
     cluster: Cluster
     markers: Path
     rbac_usage: Path | None = None
+    control_plane: str = "embedded"
+
+
+async def rbac_uses(api: Api, usage: Path, control_plane: str) -> list[rbac_usage.Use]:
+    """The RBAC decisions recorded in ``usage`` (``sim up --rbac-usage``): the embedded
+    server's usage log, or on kube the API server's audit log, whose decisions and roles are
+    the real authorizer's, attributed to rules by the roles the API server holds now
+    (:func:`computedomain_sim.controlplane.audit.uses`)."""
+    if control_plane == "embedded":
+        return list(rbac_usage.read(usage))
+    roles: dict[str, list[Obj]] = {}
+    for role in (await api.list_all(resources.CLUSTER_ROLES))[0]:
+        roles[f"ClusterRole/{role['metadata']['name']}"] = role.get("rules") or []
+    for role in (await api.list_all(resources.ROLES))[0]:
+        meta = role["metadata"]
+        roles[f"Role/{meta['namespace']}/{meta['name']}"] = role.get("rules") or []
+    return await asyncio.to_thread(lambda: list(audit.uses(audit.read(usage), roles)))
 
 
 async def release(api: Api, cluster: Cluster, ns: str) -> None:

@@ -8,7 +8,9 @@ Ready.
 
 The cluster also records RBAC use (``--rbac-usage``): status mode runs under the deployed roles
 without a denial, and uses the daemon's status-mode rules (``deployments/base/rbac-daemon.yaml``
-justifies them by this test).
+justifies them by this test). On the real control plane (``--control-plane=kube``) the record is
+kube-apiserver's audit log: the decisions and the roles are the real authorizer's, and a request
+counts for the first rule of its role that grants it (:mod:`computedomain_sim.controlplane.audit`).
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ import attrs
 import pytest
 
 from computedomain.api import names
-from computedomain_sim.apiserver import rbac_usage
 
 from . import kit, kit_extra
 
@@ -40,10 +41,11 @@ DAEMON_SA = f"system:serviceaccount:{kit.DRIVER_NAMESPACE}:{names.DAEMON_SERVICE
 class Setup:
     cluster: kit.Cluster
     usage: Path
+    control_plane: str
 
 
 @pytest.fixture(scope="module")
-def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
+def setup(tmp_path_factory: pytest.TempPathFactory, control_plane: str) -> Iterator[Setup]:
     root = tmp_path_factory.mktemp("ip-mode")
     env = {"FEATURE_GATES": GATES}
     manifests = kit_extra.overlay(root / "overlay", controller_env=env, plugin_env=env)
@@ -54,8 +56,9 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
         racks=1,
         nodes_per_rack=2,
         extra_args=[f"--manifests={manifests}", f"--rbac-usage={usage}"],
+        control_plane=control_plane,
     ) as cluster:
-        yield Setup(cluster, usage)
+        yield Setup(cluster, usage, control_plane)
 
 
 def _nodes_cfg(cluster: kit.Cluster, node: str, uid: str) -> list[str]:
@@ -96,8 +99,8 @@ async def test_ip_mode_writes_ips_in_status_order(setup: Setup) -> None:
 
             report = await kit.eventually(reported, what="the worker's report")
             assert report["channels"] == ["channel0"]
+        uses = await kit_extra.rbac_uses(api, setup.usage, setup.control_plane)
 
-    uses = list(rbac_usage.read(setup.usage))
     denied = [u for u in uses if u.user.startswith("system:serviceaccount:") and u.rule is None]
     assert denied == []
     daemon_rules = {u.rule for u in uses if u.user == DAEMON_SA and u.rule is not None}

@@ -1,6 +1,8 @@
 """Options of the fault suites: ``--faults-long`` (the long set, ``make faults``) and
 ``--faults-seed N`` (replay one seed). Tests marked ``faults_long`` run only in the long set
-(they are deselected otherwise, not skipped)."""
+(they are deselected otherwise, not skipped). The cluster fault run also honours the suite-wide
+``--control-plane`` (``tests/conftest.py``); the other suites inject API faults, which only the
+embedded API server can, and ignore it."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """The whole simulated cluster under faults: what :mod:`tests.faults.test_cluster_faults` runs.
 
-:class:`FaultySim` starts a :class:`~computedomain_sim.cluster.cluster.SimCluster` in this
-process (so the test reaches its kubelets) with the API fault stage in its server and
+:func:`faulty_sim` starts a :class:`~computedomain_sim.cluster.cluster.SimCluster` in this
+process (so the test reaches its kubelets), on either control plane, with the API fault stage
+in its server (the embedded one's) and
 ``tests/faults/overlay`` installed (the sim overlay with a 2 s plugin cleanup). The driver's
 components run as real processes in simulated pods: ``cd-controller``, one
 ``cd-kubelet-plugin`` per node, one ``cd-imex-daemon`` per node and domain, and under each
@@ -26,7 +27,7 @@ from typing import Any, Final
 from computedomain.api import names
 from computedomain.kube import errors, resources
 from computedomain.kube.rest import Api
-from computedomain_sim.cluster.cluster import SimCluster
+from computedomain_sim.cluster.cluster import ControlPlane, SimCluster
 from computedomain_sim.faults.apiserver import ApiFaults
 from computedomain_sim.imex import wrappers
 from tests.faults import invariants
@@ -149,9 +150,15 @@ class Processes:
 
 @contextlib.asynccontextmanager
 async def faulty_sim(
-    state_dir: Path, faults: ApiFaults, *, racks: int, nodes_per_rack: int
+    state_dir: Path,
+    faults: ApiFaults | None,
+    *,
+    racks: int,
+    nodes_per_rack: int,
+    control_plane: str = "embedded",
 ) -> AsyncIterator[SimCluster]:
-    """A simulated cluster with ``faults`` in its API server, components Ready; stopped (every
+    """A simulated cluster on ``control_plane`` (``embedded`` or ``kube``) with ``faults`` in
+    its API server (None: none; the embedded server only), components Ready; stopped (every
     process killed) on exit."""
     try:
         async with running_cluster(
@@ -162,7 +169,8 @@ async def faulty_sim(
             within=180,
             manifests=OVERLAY,
             imex_path=str(wrappers.ensure()),
-            api_stages=(faults,),
+            api_stages=(faults,) if faults is not None else (),
+            control_plane=ControlPlane(control_plane),
         ) as cluster:
             yield cluster
     finally:

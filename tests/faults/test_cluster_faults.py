@@ -15,6 +15,10 @@ moments the processes reach are the machine's). Each run records one summary lin
 by kind, violations), printed at the end of the session (``conftest.pytest_terminal_summary``).
 The short set (``make test``): one seed on two nodes. The long set (``make faults``): more
 seeds, four nodes in two racks (two cliques), more domains.
+
+With ``--control-plane=kube`` (``make test-kube`` runs the short set so) the cluster runs on
+Kubernetes' own control plane, with the same schedule of kills, reboots and full disks and the
+same invariants, and without the API server's faults: only the embedded server injects them.
 """
 
 from __future__ import annotations
@@ -134,13 +138,18 @@ def explained(scheduler: FaultScheduler) -> invariants.Explained:
 
 
 async def fault_run(seed: int, state_dir: Path, *, racks: int, per_rack: int, steps: int,
-                    scale: float, settle: float, force_all: bool) -> dict[str, Any]:  # fmt: skip
-    """One run; its summary (seed, faults by kind, violations, timings)."""
+                    scale: float, settle: float, force_all: bool,
+                    control_plane: str = "embedded") -> dict[str, Any]:  # fmt: skip
+    """One run on ``control_plane`` (API faults on the embedded one only); its summary
+    (seed, faults by kind, violations, timings)."""
     rng = random.Random(seed)
     nodes = racks * per_rack
     faults = ApiFaults(f"{API_SPEC},seed={seed}", enabled=False)
+    api_faults = faults if control_plane == "embedded" else None
     started = time.monotonic()
-    async with faulty_sim(state_dir, faults, racks=racks, nodes_per_rack=per_rack) as cluster:
+    async with faulty_sim(
+        state_dir, api_faults, racks=racks, nodes_per_rack=per_rack, control_plane=control_plane
+    ) as cluster:
         assert cluster.api is not None
         api = cluster.api
         up = time.monotonic() - started
@@ -217,6 +226,7 @@ async def fault_run(seed: int, state_dir: Path, *, racks: int, per_rack: int, st
         api_report = faults.report()
         return {
             "seed": seed,
+            "controlPlane": control_plane,
             "nodes": nodes,
             "domains": workload.created,
             "deleted": len(workload.gone),
@@ -258,7 +268,8 @@ async def keep(api: Any, state_dir: Path, seed: int) -> Path:
 def summary_line(run: dict[str, Any]) -> str:
     faults = ",".join(f"{k}={v}" for k, v in sorted(run["faults"].items()))
     return (
-        f"seed={run['seed']} nodes={run['nodes']} domains={run['domains']} "
+        f"seed={run['seed']} control-plane={run['controlPlane']} nodes={run['nodes']} "
+        f"domains={run['domains']} "
         f"deleted={run['deleted']} faults[{faults}] violations={len(run['violations'])} "
         f"seconds={json.dumps(run['seconds'], separators=(',', ':'))}"
     )
@@ -266,10 +277,11 @@ def summary_line(run: dict[str, Any]) -> str:
 
 @pytest.mark.parametrize("seed", settings.seeds((1,), 2))
 async def test_cluster_under_faults_settles_with_every_invariant(
-    seed: int, tmp_path: Path, record_property: Any
+    seed: int, tmp_path: Path, record_property: Any, control_plane: str
 ) -> None:
     long = " --faults-long" if settings.LONG else ""
-    print(f"fault run: seed={seed} (replay: pytest {REPLAY}{long} --faults-seed {seed})")
+    kube = " --control-plane=kube" if control_plane == "kube" else ""
+    print(f"fault run: seed={seed} (replay: pytest {REPLAY}{long}{kube} --faults-seed {seed})")
     if settings.LONG:
         run = await fault_run(
             seed,
@@ -280,6 +292,7 @@ async def test_cluster_under_faults_settles_with_every_invariant(
             scale=1.0,
             settle=180,
             force_all=True,
+            control_plane=control_plane,
         )
     else:
         run = await fault_run(
@@ -291,6 +304,7 @@ async def test_cluster_under_faults_settles_with_every_invariant(
             scale=1.0,
             settle=90,
             force_all=False,
+            control_plane=control_plane,
         )
     line = summary_line(run)
     record_property("fault_run", line)

@@ -88,7 +88,8 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
         "--rbac-usage",
         type=Path,
         help="append to this file, as JSON lines, which RBAC rule allowed (or that none "
-        "allowed) each request of a non-admin user",
+        "allowed) each request of a non-admin user; with --control-plane kube, kube-apiserver's "
+        "audit log of the service accounts' requests, with the authorizer's decisions",
     )
 
 

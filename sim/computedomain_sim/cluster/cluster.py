@@ -17,6 +17,8 @@ With ``control_plane=kube`` the API server, scheduler and controllers are Kubern
 (:mod:`computedomain_sim.controlplane.kube`, on the block's control-plane address) and none of
 the simulation's run; the admin kubeconfig holds a ``system:masters`` client certificate, and
 each kubelet talks to the API server as ``system:node:<name>`` with a certificate of its own.
+There ``rbac_usage`` names kube-apiserver's audit log of the service accounts' requests
+(:mod:`computedomain_sim.controlplane.audit` reads it as usage).
 """
 
 from __future__ import annotations
@@ -97,7 +99,9 @@ class ClusterConfig:
     port: int = 0  # the API server's; 0: any free port (embedded), 6443 (kube)
     tls: bool = True  # HTTPS: kubectl and client-go send tokens only over TLS
     control_plane: ControlPlane = ControlPlane.EMBEDDED
-    rbac_usage: Path | None = None  # record which RBAC rule allowed each request (rbac_usage)
+    # Record which RBAC rule allowed each request: the embedded server's usage log
+    # (apiserver.rbac_usage), or kube-apiserver's audit log (controlplane.audit) on kube.
+    rbac_usage: Path | None = None
     # Extra API server pipeline stages (fault injection, request accounting: see
     # computedomain_sim.apiserver.pipeline), after the RBAC usage log's.
     api_stages: tuple[Any, ...] = ()
@@ -108,7 +112,6 @@ class ClusterConfig:
             return
         embedded_only = {
             "tls": not self.tls,
-            "rbac_usage": self.rbac_usage is not None,
             "api_stages": bool(self.api_stages),
         }
         for name, asked in embedded_only.items():
@@ -261,6 +264,7 @@ class SimCluster:
             # The marker is how `sim down` recognises the programs as the simulation's.
             env={"PATH": SYSTEM_PATH, ENV_ISOLATION: str(self.isolation)},
             apiserver_port=self.config.port or None,
+            audit_log=self.config.rbac_usage,
         )
         self.control_plane = plane
         await plane.start()

@@ -16,7 +16,9 @@ authorizes with the Node and RBAC authorizers and admits with NodeRestriction be
 defaults (ValidatingAdmissionPolicy among them). The controller manager runs only the
 controllers a workload of ours needs, each with its own service account's credentials; the
 scheduler's DRA plugin allocates devices. Logs and data are in the control plane's directory
-under the cluster's state directory. Raises :class:`~.process.ProgramFailed` or
+under the cluster's state directory. With ``audit_log`` the API server also writes its audit
+log of the service accounts' requests there (:mod:`.audit`: who asked for what, and what the
+authorizer decided). Raises :class:`~.process.ProgramFailed` or
 :class:`~.pki.PkiError`.
 """
 
@@ -30,7 +32,7 @@ import yaml
 
 from computedomain.runtime import files
 
-from . import pki
+from . import audit, pki
 from .process import Program
 
 __all__ = ["CONTROLLERS", "KubeControlPlane"]
@@ -75,6 +77,7 @@ class KubeControlPlane:
         pid_dir: Path,
         env: dict[str, str],
         apiserver_port: int | None = None,
+        audit_log: Path | None = None,
     ) -> None:
         self.directory = directory
         self.address = address
@@ -83,6 +86,7 @@ class KubeControlPlane:
         self.pid_dir = pid_dir
         self.env = env
         self.apiserver_port = apiserver_port or APISERVER_PORT
+        self.audit_log = audit_log
         self.authority = pki.Authority(directory / "pki")
         self.programs: list[Program] = []
 
@@ -143,6 +147,9 @@ class KubeControlPlane:
         ):
             credential = authority.issue(name, user)
             self._write_kubeconfig(self.directory / "kubeconfigs" / name, credential)
+        if self.audit_log is not None:
+            audit.write_policy(self.directory / "audit-policy.yaml")
+            self.audit_log.parent.mkdir(parents=True, exist_ok=True)
 
     async def _run(self, program: Program, within: float) -> None:
         self.programs.append(program)
@@ -196,6 +203,13 @@ class KubeControlPlane:
             f"--cert-dir={self.directory / 'apiserver'}",
             "--profiling=false",
         ]  # fmt: skip
+        if self.audit_log is not None:
+            args += [
+                f"--audit-policy-file={self.directory / 'audit-policy.yaml'}",
+                f"--audit-log-path={self.audit_log}",
+                "--audit-log-format=json",
+                "--audit-log-mode=blocking",  # written as requests are served, none dropped
+            ]
         return self._program("kube-apiserver", args, f"{self.url}/readyz", tls=True)
 
     def _component_args(self, name: str, port: int) -> list[str]:

@@ -13,7 +13,7 @@ from computedomain_sim.kubelet.ips import AddressBlock, AddressExhausted
 
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("tls", False), ("rbac_usage", Path("usage.jsonl")), ("api_stages", (object(),))],
+    [("tls", False), ("api_stages", (object(),))],
 )
 def test_embedded_only_features_are_refused_on_kube(field: str, value: object) -> None:
     config = ClusterConfig(state_dir=Path("s"), control_plane=ControlPlane.KUBE, **{field: value})  # type: ignore[arg-type]
@@ -23,9 +23,11 @@ def test_embedded_only_features_are_refused_on_kube(field: str, value: object) -
     embedded.check()
 
 
-def test_the_defaults_suit_both_control_planes() -> None:
+def test_the_defaults_and_rbac_usage_suit_both_control_planes() -> None:
     for plane in ControlPlane:
         ClusterConfig(state_dir=Path("s"), control_plane=plane).check()
+        usage = Path("usage.jsonl")
+        ClusterConfig(state_dir=Path("s"), control_plane=plane, rbac_usage=usage).check()
 
 
 def test_the_control_plane_address_is_no_node_address(tmp_path: Path) -> None:
