@@ -124,9 +124,7 @@ def test_deployments_and_stateful_sets_scale_too(
     assert scale.status.selector == "app=sts"
 
 
-def test_a_deployment_strategy_is_validated(
-    api_client: client.ApiClient, namespace: str
-) -> None:
+def test_a_deployment_strategy_is_validated(api_client: client.ApiClient, namespace: str) -> None:
     apps = client.AppsV1Api(api_client)
     body = _rs("zero")
     body["kind"] = "Deployment"

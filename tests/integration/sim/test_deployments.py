@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from computedomain.kube import errors
-from computedomain.kube.rest import Api
 from computedomain.kube.resources import DEPLOYMENTS, PODS
+from computedomain.kube.rest import Api
 from computedomain_sim.controllers.replicaset_controller import REPLICA_SETS
 from tests.support.clusters import running_cluster
 from tests.support.polling import eventually
