@@ -1,8 +1,9 @@
 """Validation of the built-in kinds our components write, with kube-apiserver's rules and
 wording for the mistakes that matter: pods without containers or images, pod spec changes
 beyond what a running pod allows, DaemonSet/Deployment/ReplicaSet/StatefulSet selectors that do
-not match their template (or change), negative replica counts, Deployment strategies, immutable ResourceClaim and ResourceClaimTemplate specs, immutable
-ConfigMaps and Secrets, a binding's roleRef changing.
+not match their template (or change), negative replica counts, Deployment strategies,
+immutable ResourceClaim and ResourceClaimTemplate specs, immutable ConfigMaps and Secrets, a
+binding's roleRef changing.
 
 A lax server would let a controller bug pass every test; these checks make it fail the way it
 would on a real cluster. Called by :mod:`.admission` for built-in kinds; pure; returns field
