@@ -231,3 +231,20 @@ def test_helm_install_and_upgrade_wait_for_a_deployment(sim_up: SimUp, tmp_path:
     path = "{.metadata.annotations.deployment\\.kubernetes\\.io/revision}"
     revision = kubectl(sim_up.kubeconfig, "get", "deployment", "hello", "-o", f"jsonpath={path}")
     assert _ok(revision) == "3"
+
+
+def test_kubectl_reads_openapi_v2_in_protobuf(sim_up: SimUp, control_plane: str) -> None:
+    explained = _ok(
+        kubectl(sim_up.kubeconfig, "explain", "computedomains.spec", "--output=plaintext-openapiv2")
+    )
+    assert "KIND:     ComputeDomain" in explained
+    assert "channel\t<Object> -required-" in explained
+    _ok(kubectl(sim_up.kubeconfig, "apply", "-f", "-", stdin=DEPLOYMENT))
+    # A client-side apply of a change: kubectl looks for the patch schema in OpenAPI v3 and,
+    # as the embedded server's v3 has none for built-in kinds, in v2.
+    changed = DEPLOYMENT.replace("replicas: 2", "replicas: 1")
+    applied = kubectl(sim_up.kubeconfig, "-v=6", "apply", "-f", "-", stdin=changed)
+    assert applied.returncode == 0, applied.stderr
+    if control_plane == "embedded":
+        assert '/openapi/v2?timeout=20s" status="200 OK"' in applied.stderr
+    assert "deployment.apps/web configured" in applied.stdout
