@@ -11,7 +11,7 @@ import pytest
 from kubernetes import client
 
 
-def _rs(name: str, labels: dict[str, str] | None = None, replicas: int = 2) -> dict[str, Any]:
+def _rs(name: str, labels: dict[str, str] | None = None, replicas: int = 2) -> Any:
     return {
         "apiVersion": "apps/v1",
         "kind": "ReplicaSet",
@@ -47,12 +47,12 @@ def test_a_selector_that_misses_the_template_is_refused_naming_the_field(
     with pytest.raises(client.ApiException) as refused:
         apps.create_namespaced_replica_set(namespace, _rs("bad", labels={"app": "other"}))
     assert refused.value.status == 422
-    assert "spec.template.metadata.labels" in refused.value.body
-    assert "`selector` does not match template `labels`" in refused.value.body
+    assert "spec.template.metadata.labels" in str(refused.value.body)
+    assert "`selector` does not match template `labels`" in str(refused.value.body)
     with pytest.raises(client.ApiException) as negative:
         apps.create_namespaced_replica_set(namespace, _rs("neg", replicas=-1))
     assert negative.value.status == 422
-    assert "spec.replicas" in negative.value.body
+    assert "spec.replicas" in str(negative.value.body)
 
 
 def test_the_selector_is_immutable(api_client: client.ApiClient, namespace: str) -> None:
@@ -67,8 +67,8 @@ def test_the_selector_is_immutable(api_client: client.ApiClient, namespace: str)
     with pytest.raises(client.ApiException) as refused:
         apps.patch_namespaced_replica_set("fixed", namespace, patch)
     assert refused.value.status == 422
-    assert "spec.selector" in refused.value.body
-    assert "field is immutable" in refused.value.body
+    assert "spec.selector" in str(refused.value.body)
+    assert "field is immutable" in str(refused.value.body)
 
 
 def test_the_status_subresource_changes_only_the_status(
@@ -104,7 +104,7 @@ def test_scale_reads_and_sets_the_replicas_of_a_replica_set(
     with pytest.raises(client.ApiException) as negative:
         apps.patch_namespaced_replica_set_scale("sc", namespace, {"spec": {"replicas": -2}})
     assert negative.value.status == 422
-    assert "spec.replicas" in negative.value.body
+    assert "spec.replicas" in str(negative.value.body)
 
 
 def test_deployments_and_stateful_sets_scale_too(
@@ -135,13 +135,13 @@ def test_a_deployment_strategy_is_validated(api_client: client.ApiClient, namesp
     with pytest.raises(client.ApiException) as refused:
         apps.create_namespaced_deployment(namespace, body)
     assert refused.value.status == 422
-    assert "spec.strategy.rollingUpdate.maxUnavailable" in refused.value.body
-    assert "may not be 0 when `maxSurge` is 0" in refused.value.body
+    assert "spec.strategy.rollingUpdate.maxUnavailable" in str(refused.value.body)
+    assert "may not be 0 when `maxSurge` is 0" in str(refused.value.body)
     body["metadata"]["name"] = "recreate"
     body["spec"]["strategy"] = {"type": "Recreate", "rollingUpdate": {"maxSurge": 1}}
     with pytest.raises(client.ApiException) as forbidden:
         apps.create_namespaced_deployment(namespace, body)
-    assert "spec.strategy.rollingUpdate: Forbidden" in forbidden.value.body
+    assert "spec.strategy.rollingUpdate: Forbidden" in str(forbidden.value.body)
 
 
 def test_discovery_lists_replica_sets_with_their_subresources(

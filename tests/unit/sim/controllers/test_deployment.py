@@ -103,7 +103,7 @@ class Cluster:
     def complete(self) -> bool:
         s = self.d["status"]
         want = self.d["spec"]["replicas"]
-        return s["updatedReplicas"] == s["replicas"] == s["availableReplicas"] == want
+        return bool(s["updatedReplicas"] == s["replicas"] == s["availableReplicas"] == want)
 
     def progressing(self) -> dict[str, Any]:
         return next(c for c in self.d["status"]["conditions"] if c["type"] == "Progressing")
