@@ -124,3 +124,127 @@ def test_a_stateful_set_rolls_out_its_ordinals(sim_up: SimUp) -> None:
         "-o", "jsonpath={.items[*].metadata.name}",
     )  # fmt: skip
     assert sorted(names.stdout.split()) == ["ranks-0", "ranks-1"]
+
+
+DEPLOYMENT = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: default}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers:
+        - name: web
+          image: busybox
+          command: [sh, -c, "trap 'exit 0' TERM; while :; do sleep 1; done"]
+"""
+
+
+def _ok(result: subprocess.CompletedProcess[str]) -> str:
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_a_deployment_rolls_out_rolls_back_and_keeps_its_history(sim_up: SimUp) -> None:
+    k = sim_up.kubeconfig
+    _ok(kubectl(k, "apply", "-f", "-", stdin=DEPLOYMENT))
+    assert "successfully rolled out" in _ok(
+        kubectl(k, "rollout", "status", "deployment/web", "--timeout=90s")
+    )
+    _ok(kubectl(k, "set", "image", "deployment/web", "web=busybox:2"))
+    _ok(kubectl(k, "annotate", "deployment/web", "kubernetes.io/change-cause=busybox 2"))
+    _ok(kubectl(k, "rollout", "status", "deployment/web", "--timeout=90s"))
+    history = _ok(kubectl(k, "rollout", "history", "deployment/web")).splitlines()
+    rows = [line.split(None, 1) for line in history if line[:1].isdigit()]
+    assert rows == [["1", "<none>"], ["2", "busybox 2"]]
+
+    assert "rolled back" in _ok(kubectl(k, "rollout", "undo", "deployment/web"))
+    _ok(kubectl(k, "rollout", "status", "deployment/web", "--timeout=90s"))
+    image = kubectl(
+        k, "get", "deployment", "web", "-o", "jsonpath={.spec.template.spec.containers[0].image}"
+    )
+    assert _ok(image) == "busybox"
+    revisions = _ok(kubectl(k, "rollout", "history", "deployment/web")).splitlines()
+    assert [line.split()[0] for line in revisions if line[:1].isdigit()] == ["2", "3"]
+
+    _ok(kubectl(k, "scale", "deployment/web", "--replicas=3"))
+    _ok(kubectl(k, "rollout", "status", "deployment/web", "--timeout=90s"))
+    sets = _ok(kubectl(k, "get", "rs", "-l", "app=web", "-o",
+                       "jsonpath={range .items[*]}{.spec.replicas}{' '}{end}"))  # fmt: skip
+    assert sorted(sets.split()) == ["0", "3"]
+    pods = _ok(kubectl(k, "get", "pods", "-l", "app=web", "-o",
+                       "jsonpath={.items[*].metadata.ownerReferences[0].kind}"))  # fmt: skip
+    assert pods.split() == ["ReplicaSet"] * 3
+
+    _ok(kubectl(k, "delete", "deployment", "web", "--cascade=foreground", "--timeout=90s"))
+    left = _ok(kubectl(k, "get", "rs,pods", "-l", "app=web", "-o", "name"))
+    assert left.strip() == ""
+
+
+CHART_DEPLOYMENT = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: {{ .Release.Name }}}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: {{ .Release.Name }}}}
+  template:
+    metadata: {labels: {app: {{ .Release.Name }}}}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers:
+        - name: main
+          image: busybox
+          env: [{name: MESSAGE, value: {{ .Values.message | quote }}}]
+          command: [sh, -c, "trap 'exit 0' TERM; while :; do sleep 1; done"]
+"""
+
+
+def test_helm_install_and_upgrade_wait_for_a_deployment(sim_up: SimUp, tmp_path: Path) -> None:
+    chart = tmp_path / "chart"
+    (chart / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: hello\nversion: 0.1.0\n")
+    (chart / "values.yaml").write_text("message: one\n")
+    (chart / "templates" / "deployment.yaml").write_text(CHART_DEPLOYMENT)
+
+    def helm(*args: str) -> str:
+        result = subprocess.run(
+            [binaries.helm(), f"--kubeconfig={sim_up.kubeconfig}", "-n", "default", *args],
+            capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        return _ok(result)
+
+    helm("install", "hello", str(chart), "--wait", "--timeout=90s")
+    ready = kubectl(sim_up.kubeconfig, "get", "deployment", "hello",
+                    "-o", "jsonpath={.status.readyReplicas}")  # fmt: skip
+    assert _ok(ready) == "2"
+    helm("upgrade", "hello", str(chart), "--wait", "--timeout=90s", "--set", "message=two")
+    helm("upgrade", "hello", str(chart), "--wait=legacy", "--timeout=90s", "--set", "message=3")
+    status = yaml.safe_load(
+        _ok(kubectl(sim_up.kubeconfig, "get", "deployment", "hello", "-o", "yaml"))
+    )["status"]
+    assert (status["updatedReplicas"], status["availableReplicas"]) == (2, 2)
+    path = "{.metadata.annotations.deployment\\.kubernetes\\.io/revision}"
+    revision = kubectl(sim_up.kubeconfig, "get", "deployment", "hello", "-o", f"jsonpath={path}")
+    assert _ok(revision) == "3"
+
+
+def test_kubectl_reads_openapi_v2_in_protobuf(sim_up: SimUp, control_plane: str) -> None:
+    explained = _ok(
+        kubectl(sim_up.kubeconfig, "explain", "computedomains.spec", "--output=plaintext-openapiv2")
+    )
+    assert "KIND:     ComputeDomain" in explained
+    assert "channel\t<Object> -required-" in explained
+    _ok(kubectl(sim_up.kubeconfig, "apply", "-f", "-", stdin=DEPLOYMENT))
+    # A client-side apply of a change: kubectl looks for the patch schema in OpenAPI v3 and,
+    # as the embedded server's v3 has none for built-in kinds, in v2.
+    changed = DEPLOYMENT.replace("replicas: 2", "replicas: 1")
+    applied = kubectl(sim_up.kubeconfig, "-v=6", "apply", "-f", "-", stdin=changed)
+    assert applied.returncode == 0, applied.stderr
+    if control_plane == "embedded":
+        assert '/openapi/v2?timeout=20s" status="200 OK"' in applied.stderr
+    assert "deployment.apps/web configured" in applied.stdout

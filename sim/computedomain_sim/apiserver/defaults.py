@@ -110,6 +110,15 @@ def deployment(obj: Obj, create: bool) -> None:
         obj["status"] = {}
 
 
+def replicaset(obj: Obj, create: bool) -> None:
+    spec = obj.get("spec")
+    if isinstance(spec, dict):
+        spec.setdefault("replicas", 1)
+    _template(obj)
+    if create:
+        obj["status"] = {"replicas": 0}
+
+
 def namespace(obj: Obj, create: bool) -> None:
     spec = obj.setdefault("spec", {})
     if isinstance(spec, dict) and create:
@@ -201,6 +210,7 @@ _BY_KIND: dict[tuple[str, str], Callable[[Obj, bool], None]] = {
     ("", "Pod"): pod,
     ("apps", "DaemonSet"): daemonset,
     ("apps", "Deployment"): deployment,
+    ("apps", "ReplicaSet"): replicaset,
     ("apps", "StatefulSet"): statefulset,
     ("batch", "Job"): job,
     ("", "Namespace"): namespace,

@@ -66,10 +66,12 @@ BUILTINS: tuple[ResourceType, ...] = (
     # apps/v1
     R("apps", "v1", "daemonsets", "DaemonSet", True, ("ds",), ("all",), ("status",),
       generation=True, reset_status_on_create=True),
-    R("apps", "v1", "deployments", "Deployment", True, ("deploy",), ("all",), ("status",),
+    R("apps", "v1", "deployments", "Deployment", True, ("deploy",), ("all",),
+      ("status", "scale"), generation=True, reset_status_on_create=True),
+    R("apps", "v1", "replicasets", "ReplicaSet", True, ("rs",), ("all",), ("status", "scale"),
       generation=True, reset_status_on_create=True),
-    R("apps", "v1", "statefulsets", "StatefulSet", True, ("sts",), ("all",), ("status",),
-      generation=True, reset_status_on_create=True),
+    R("apps", "v1", "statefulsets", "StatefulSet", True, ("sts",), ("all",),
+      ("status", "scale"), generation=True, reset_status_on_create=True),
     # batch/v1
     R("batch", "v1", "jobs", "Job", True, (), ("all",), ("status",), generation=True,
       reset_status_on_create=True),

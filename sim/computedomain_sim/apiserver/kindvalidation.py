@@ -1,8 +1,9 @@
 """Validation of the built-in kinds our components write, with kube-apiserver's rules and
 wording for the mistakes that matter: pods without containers or images, pod spec changes
-beyond what a running pod allows, DaemonSet/Deployment selectors that do not match their
-template (or change), immutable ResourceClaim and ResourceClaimTemplate specs, immutable
-ConfigMaps and Secrets, a binding's roleRef changing.
+beyond what a running pod allows, DaemonSet/Deployment/ReplicaSet/StatefulSet selectors that do
+not match their template (or change), negative replica counts, Deployment strategies,
+immutable ResourceClaim and ResourceClaimTemplate specs, immutable ConfigMaps and Secrets, a
+binding's roleRef changing.
 
 A lax server would let a controller bug pass every test; these checks make it fail the way it
 would on a real cluster. Called by :mod:`.admission` for built-in kinds; pure; returns field
@@ -126,6 +127,68 @@ def _selector_workload(new: Obj, old: Obj | None) -> list[FieldCause]:
     return causes
 
 
+def _replicated(new: Obj, old: Obj | None) -> list[FieldCause]:
+    """A workload with ``spec.replicas`` (Deployment, ReplicaSet, StatefulSet)."""
+    causes = _selector_workload(new, old)
+    spec = new.get("spec") if isinstance(new.get("spec"), dict) else {}
+    assert isinstance(spec, dict)
+    for field in ("replicas", "minReadySeconds", "revisionHistoryLimit"):
+        value = spec.get(field)
+        if value is not None and (not isinstance(value, int) or value < 0):
+            causes.append(
+                invalid_value(f"spec.{field}", value, "must be greater than or equal to 0")
+            )
+    return causes
+
+
+def _int_or_percent(value: Any, field: str) -> list[FieldCause]:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return [] if value >= 0 else [
+            invalid_value(field, value, "must be greater than or equal to 0")
+        ]  # fmt: skip
+    if isinstance(value, str) and re.fullmatch(r"[0-9]+%", value):
+        if int(value[:-1]) > 100:
+            return [invalid_value(field, value, "must not be greater than 100%")]
+        return []
+    return [invalid_value(field, value, "a valid percent string must be a numeric string "
+                                        "followed by an ending '%' (e.g. '1%',  or '93%', regex "
+                                        "used for validation is '[0-9]+%')")]  # fmt: skip
+
+
+def deployment(new: Obj, old: Obj | None) -> list[FieldCause]:
+    """A Deployment: a replicated workload whose strategy is ``RollingUpdate`` (with
+    ``maxSurge``/``maxUnavailable`` not both zero) or ``Recreate`` (with no ``rollingUpdate``),
+    as kube-apiserver's apps validation says."""
+    causes = _replicated(new, old)
+    spec = new.get("spec") if isinstance(new.get("spec"), dict) else {}
+    assert isinstance(spec, dict)
+    strategy = spec.get("strategy") if isinstance(spec.get("strategy"), dict) else {}
+    assert isinstance(strategy, dict)
+    kind = strategy.get("type")
+    rolling = strategy.get("rollingUpdate")
+    if kind not in ("RollingUpdate", "Recreate"):
+        causes.append(not_supported("spec.strategy.type", kind, ["Recreate", "RollingUpdate"]))
+    elif kind == "Recreate" and rolling is not None:
+        causes.append(
+            forbidden_field(
+                "spec.strategy.rollingUpdate",
+                "may not be specified when strategy `type` is 'Recreate'",
+            )
+        )
+    elif kind == "RollingUpdate" and isinstance(rolling, dict):
+        surge, unavailable = rolling.get("maxSurge", "25%"), rolling.get("maxUnavailable", "25%")
+        path = "spec.strategy.rollingUpdate"
+        causes += _int_or_percent(surge, f"{path}.maxSurge")
+        causes += _int_or_percent(unavailable, f"{path}.maxUnavailable")
+        if str(surge).rstrip("%") == "0" and str(unavailable).rstrip("%") == "0":
+            causes.append(
+                invalid_value(
+                    f"{path}.maxUnavailable", unavailable, "may not be 0 when `maxSurge` is 0"
+                )
+            )
+    return causes
+
+
 def job(new: Obj, old: Obj | None) -> list[FieldCause]:
     """A Job: a workload whose pods run to completion (restartPolicy OnFailure or Never), with a
     pod template that cannot change once created."""
@@ -207,8 +270,9 @@ def binding(new: Obj, old: Obj | None) -> list[FieldCause]:
 CHECKS: dict[tuple[str, str], Check] = {
     ("", "Pod"): pod,
     ("apps", "DaemonSet"): _selector_workload,
-    ("apps", "Deployment"): _selector_workload,
-    ("apps", "StatefulSet"): _selector_workload,
+    ("apps", "Deployment"): deployment,
+    ("apps", "ReplicaSet"): _replicated,
+    ("apps", "StatefulSet"): _replicated,
     ("batch", "Job"): job,
     ("resource.k8s.io", "ResourceClaim"): _immutable_spec,
     ("resource.k8s.io", "ResourceClaimTemplate"): _immutable_spec,

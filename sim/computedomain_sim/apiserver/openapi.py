@@ -1,5 +1,5 @@
 """OpenAPI v3 discovery and per-group-version documents (``/openapi/v3``,
-``/openapi/v3/apis/{group}/{version}``); ``/openapi/v2`` answers 404.
+``/openapi/v3/apis/{group}/{version}``); ``/openapi/v2`` is :mod:`.openapi_v2`'s.
 
 What the documents carry is what kubectl needs from them: every resource's paths with the
 ``fieldValidation`` query parameter and ``x-kubernetes-group-version-kind`` (so kubectl knows
@@ -18,7 +18,7 @@ from typing import Any
 
 from aiohttp import web
 
-from . import status, wire
+from . import openapi_v2, status, wire
 from .crds import CRD_KEY
 from .registry import ResourceType
 from .state import ApiState
@@ -114,6 +114,8 @@ def document(state: ApiState, group: str, version: str) -> dict[str, Any]:
 
 def respond(request: web.BaseRequest, state: ApiState) -> web.StreamResponse:
     path = request.path.rstrip("/")
+    if path == "/openapi/v2":
+        return openapi_v2.respond(request, state)
     if path == "/openapi/v3":
         paths = {}
         for group, versions in state.registry.groups().items():

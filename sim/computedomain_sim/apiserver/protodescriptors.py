@@ -24,7 +24,14 @@ from typing import Final
 from google.protobuf import descriptor_pb2, descriptor_pool
 
 API_VERSION: Final = "v0.37.2"  # the Kubernetes 1.37.2 API, as the real control plane's
-MODULES: Final = ("k8s.io/api", "k8s.io/apimachinery")
+GNOSTIC_VERSION: Final = "v0.7.0"  # the gnostic-models of Kubernetes 1.37.2's go.mod
+MODULES: Final = {
+    "k8s.io/api": API_VERSION,
+    "k8s.io/apimachinery": API_VERSION,
+    "github.com/google/gnostic-models": GNOSTIC_VERSION,
+}
+# Compiled besides every module's generated.proto.
+EXTRA_PROTOS: Final = ("github.com/google/gnostic-models/openapiv2/OpenAPIv2.proto",)
 DEFAULT_PATH: Final = Path(sys.prefix) / "share" / "computedomain-sim" / "k8s-api.pb"
 ENV_PATH: Final = "COMPUTEDOMAIN_SIM_PROTO_DESCRIPTORS"
 
@@ -43,7 +50,7 @@ def _module_dirs() -> dict[str, Path]:
     with tempfile.TemporaryDirectory() as scratch:
         env = {**os.environ, "GOFLAGS": "-mod=mod", "GO111MODULE": "on"}
         result = subprocess.run(
-            ["go", "mod", "download", "-json", *(f"{m}@{API_VERSION}" for m in MODULES)],
+            ["go", "mod", "download", "-json", *(f"{m}@{v}" for m, v in MODULES.items())],
             cwd=scratch,
             capture_output=True,
             text=True,
@@ -69,7 +76,8 @@ def _module_dirs() -> dict[str, Path]:
 
 
 def build(out: Path) -> None:
-    """Compile every ``generated.proto`` of the pinned modules into ``out`` (atomically)."""
+    """Compile every ``generated.proto`` of the pinned modules and :data:`EXTRA_PROTOS` into
+    ``out`` (atomically)."""
     import grpc_tools  # noqa: PLC0415 - a build-time tool, not needed to serve
 
     out = out.resolve()
@@ -83,6 +91,7 @@ def build(out: Path) -> None:
         protos = sorted(
             str(p.relative_to(root)) for m in dirs for p in (root / m).rglob("generated.proto")
         )
+        protos += EXTRA_PROTOS
         include = Path(grpc_tools.__file__).parent / "_proto"
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = out.with_suffix(".tmp")

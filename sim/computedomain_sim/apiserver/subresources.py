@@ -1,6 +1,6 @@
-"""Subresources: ``status`` (any kind that has one), ``pods/binding``, ``pods/eviction``,
-``pods/log`` (:mod:`.podlogs`),
-``serviceaccounts/token`` (TokenRequest) and ``namespaces/finalize``.
+"""Subresources: ``status`` (any kind that has one), ``scale`` (:mod:`.scale`),
+``pods/binding``, ``pods/eviction``, ``pods/log`` (:mod:`.podlogs`), ``serviceaccounts/token``
+(TokenRequest) and ``namespaces/finalize``.
 
 Called by :mod:`.rest`; uses :mod:`.writes` and :mod:`.deletion` for the actual change.
 """
@@ -11,7 +11,18 @@ from typing import Any
 
 from aiohttp import web
 
-from . import conversion, deletion, managedfields, objects, podlogs, reads, status, wire, writes
+from . import (
+    conversion,
+    deletion,
+    managedfields,
+    objects,
+    podlogs,
+    reads,
+    scale,
+    status,
+    wire,
+    writes,
+)
 from .registry import ResourceType
 from .requestinfo import RequestInfo
 from .state import ApiState
@@ -74,6 +85,8 @@ async def handle(
                     force=query.get("force") == "true",
                 )
             return wire.raw_response(view.render(res.entry.raw), 200, res.warnings)
+    elif sub == "scale":
+        return await scale.handle(request, state, rt, ns, info.name)
     elif method == "GET" and sub == "log":
         return podlogs.respond(request, state, rt, ns, info.name)
     elif query.get("dryRun"):

@@ -131,6 +131,23 @@ def _daemonset(obj: dict[str, Any], now: dt.datetime) -> list[Any]:
     ]  # fmt: skip
 
 
+def _deployment(obj: dict[str, Any], now: dt.datetime) -> list[Any]:
+    st = obj.get("status") or {}
+    wanted = (obj.get("spec") or {}).get("replicas", 1)
+    return [
+        obj["metadata"]["name"], f"{st.get('readyReplicas', 0)}/{wanted}",
+        st.get("updatedReplicas", 0), st.get("availableReplicas", 0), _age(obj, now),
+    ]  # fmt: skip
+
+
+def _replicaset(obj: dict[str, Any], now: dt.datetime) -> list[Any]:
+    st = obj.get("status") or {}
+    return [
+        obj["metadata"]["name"], (obj.get("spec") or {}).get("replicas", 1),
+        st.get("replicas", 0), st.get("readyReplicas", 0), _age(obj, now),
+    ]  # fmt: skip
+
+
 def _since(obj: dict[str, Any], value: Any, now: dt.datetime) -> str:
     t = objects.parse_time(str(value or ""))
     return _age(obj, now) if t is None else human_duration((now - t).total_seconds())
@@ -222,6 +239,16 @@ _BUILTIN: dict[tuple[str, str], tuple[list[dict[str, Any]], Row]] = {
          _col("Ready", "integer"), _col("Up-to-date", "integer"), _col("Available", "integer"),
          _col("Node Selector"), _col("Age")],
         _daemonset,
+    ),
+    ("apps", "deployments"): (
+        [_col("Name", fmt="name"), _col("Ready"), _col("Up-to-date", "integer"),
+         _col("Available", "integer"), _col("Age")],
+        _deployment,
+    ),
+    ("apps", "replicasets"): (
+        [_col("Name", fmt="name"), _col("Desired", "integer"), _col("Current", "integer"),
+         _col("Ready", "integer"), _col("Age")],
+        _replicaset,
     ),
 }  # fmt: skip
 

@@ -8,7 +8,7 @@ integration and e2e tests. :meth:`SimCluster.start` lays out the state directory
 HTTPS with a self-signed CA kept in the API server's data directory, writes the admin kubeconfig
 (with that CA as ``certificate-authority-data``, so kubectl and client-go accept it), renders
 and installs the manifests (:mod:`.kustomize`, :mod:`.install`), and starts the scheduler, the
-DaemonSet/Deployment/resourceclaim controllers, pod GC and one kubelet per node of the
+DaemonSet/Deployment/ReplicaSet/resourceclaim controllers, pod GC and one kubelet per node of the
 :class:`.topology.Topology` (each kubelet puts the CA into its pods' service account kubeconfig
 and projected ``ca.crt``). The components of ``deployments/`` then run as real processes in the
 simulated pods. :meth:`SimCluster.stop` kills every process and stops the server.
@@ -49,6 +49,7 @@ from computedomain_sim.controllers.daemonset_controller import DaemonSetControll
 from computedomain_sim.controllers.deployment_controller import DeploymentController
 from computedomain_sim.controllers.job_controller import JobController
 from computedomain_sim.controllers.podgc import PodGarbageCollector
+from computedomain_sim.controllers.replicaset_controller import ReplicaSetController
 from computedomain_sim.controllers.resourceclaim_controller import ResourceClaimController
 from computedomain_sim.controllers.statefulset_controller import StatefulSetController
 from computedomain_sim.controlplane import binaries
@@ -282,6 +283,7 @@ class SimCluster:
             "scheduler": Scheduler,
             "daemonset-controller": DaemonSetController,
             "deployment-controller": DeploymentController,
+            "replicaset-controller": ReplicaSetController,
             "job-controller": JobController,
             "statefulset-controller": StatefulSetController,
             "resourceclaim-controller": ResourceClaimController,

@@ -1,2 +1,2 @@
-"""The simulated kube-controller-manager: DaemonSet, Deployment, resourceclaim and pod GC
-controllers, each a pure plan module and a ``*_controller`` loop."""
+"""The simulated kube-controller-manager: DaemonSet, Deployment, ReplicaSet, Job, StatefulSet,
+resourceclaim and pod GC controllers, each a pure plan module and a ``*_controller`` loop."""

@@ -1,4 +1,4 @@
-"""What the controllers of workloads that own their pods directly share (Deployment, Job,
+"""What the controllers of workloads that own their pods directly share (ReplicaSet, Job,
 StatefulSet): informers on the workload and its pods, a queue keyed by the workload, creation
 expectations, and one sync that asks the workload's pure plan what to create, delete and
 report, then does it.
@@ -33,11 +33,13 @@ Obj = Mapping[str, Any]
 
 @attrs.frozen
 class Decision:
-    """A workload plan's answer: the pods to create and delete, and the status to write."""
+    """A workload plan's answer: the pods to create and delete, the status to write, and
+    after how many seconds to sync again even if nothing changes (None: only on changes)."""
 
     creates: Sequence[CreatePod]
     deletes: Sequence[DeletePod]
     status: dict[str, Any]
+    recheck: float | None = None
 
 
 class PodOwnerController(ControlPlaneController):
@@ -91,6 +93,8 @@ class PodOwnerController(ControlPlaneController):
             )
         ]
         decision = self.decide(owner, self.expectations.adjust(owned, uid))
+        if decision.recheck is not None:
+            self.queue.add_after(key, decision.recheck)
         namespace = str(owner["metadata"]["namespace"])
         await slowstart.create_all(
             [c.pod for c in decision.creates], lambda pod: self._create_pod(pod, namespace)

@@ -55,7 +55,7 @@ def plan(sts: Obj, pods: Sequence[Obj]) -> StatefulSetPlan:
     spec = sts.get("spec") or {}
     name = str(meta.get("name", ""))
     wanted = int(spec.get("replicas", 1))
-    revision = f"{name}-{template_hash(sts)}"
+    revision = f"{name}-{template_hash(spec.get('template') or {})}"
     ordered = spec.get("podManagementPolicy", "OrderedReady") != "Parallel"
     by_ordinal: dict[int, Obj] = {}
     for pod in pods:
