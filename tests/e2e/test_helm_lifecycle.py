@@ -10,9 +10,9 @@ and ``helm uninstall`` leaves nothing of ours but the CRDs (Helm never deletes w
 It runs on the control plane the scenarios run on (``--control-plane``): the embedded one in
 ``make test``, kube-apiserver with Kubernetes' own controllers in ``make test-kube``. helm applies
 server-side (Helm 4's default, said explicitly), so on the embedded control plane its
-server-side apply is what installs, upgrades and rolls back. helm's ``--wait`` is not used: it
-reads a Deployment's ReplicaSets, which the embedded server does not serve; the test waits on
-the objects' status itself, the same way on both.
+server-side apply is what installs, upgrades and rolls back. The test waits on the objects'
+status itself, the same way on both, so that a timeout names what it waited for (helm's
+``--wait`` works too: ``tests/e2e/test_kubectl_sim.py`` uses it).
 """
 
 from __future__ import annotations
