@@ -7,8 +7,11 @@ It carries what the OpenAPI v3 documents carry (:mod:`.openapi`): every resource
 the ``fieldValidation`` parameter and ``x-kubernetes-group-version-kind``, so kubectl and helm
 know the server validates fields itself, and the CRD-served kinds' schemas as definitions, in
 the v2 form kube-apiserver publishes (no ``nullable``, ``anyOf``/``oneOf``/``allOf``/``not`` or
-value validations). Built-in kinds carry no schema: clients use their compiled-in types, as
-against a server whose document lacks them. An ``ETag`` lets clients revalidate (304).
+value validations), with ``metadata`` a reference to ``ObjectMeta`` as kube-apiserver's CRD
+builder writes it: kubectl's client-side apply computes its patch from these definitions and
+reads ``metadata`` as a struct with patch strategies (its list keys, ``ownerReferences`` merged
+by ``uid``), not as a free map. Built-in kinds carry no schema: clients use their compiled-in
+types, as against a server whose document lacks them. An ``ETag`` lets clients revalidate (304).
 Called by :mod:`.openapi`; the document is computed per request.
 """
 
@@ -57,6 +60,77 @@ _DROPPED: Final = frozenset(
         "x-kubernetes-validations",
     }
 )
+_META: Final = "io.k8s.apimachinery.pkg.apis.meta.v1."
+OBJECT_META_REF: Final = f"#/definitions/{_META}ObjectMeta"
+_STRING: Final = {"type": "string"}
+_STRING_MAP: Final = {"type": "object", "additionalProperties": {"type": "string"}}
+# The metav1 definitions a CRD kind's schema refers to, with the fields and patch strategies of
+# k8s.io/apimachinery's types (descriptions left out).
+_META_DEFINITIONS: Final = {
+    f"{_META}ObjectMeta": {
+        "type": "object",
+        "properties": {
+            "annotations": _STRING_MAP,
+            "creationTimestamp": {"$ref": f"#/definitions/{_META}Time"},
+            "deletionGracePeriodSeconds": {"type": "integer", "format": "int64"},
+            "deletionTimestamp": {"$ref": f"#/definitions/{_META}Time"},
+            "finalizers": {
+                "type": "array",
+                "items": _STRING,
+                "x-kubernetes-list-type": "set",
+                "x-kubernetes-patch-strategy": "merge",
+            },
+            "generateName": _STRING,
+            "generation": {"type": "integer", "format": "int64"},
+            "labels": _STRING_MAP,
+            "managedFields": {
+                "type": "array",
+                "items": {"$ref": f"#/definitions/{_META}ManagedFieldsEntry"},
+                "x-kubernetes-list-type": "atomic",
+            },
+            "name": _STRING,
+            "namespace": _STRING,
+            "ownerReferences": {
+                "type": "array",
+                "items": {"$ref": f"#/definitions/{_META}OwnerReference"},
+                "x-kubernetes-list-map-keys": ["uid"],
+                "x-kubernetes-list-type": "map",
+                "x-kubernetes-patch-merge-key": "uid",
+                "x-kubernetes-patch-strategy": "merge",
+            },
+            "resourceVersion": _STRING,
+            "selfLink": _STRING,
+            "uid": _STRING,
+        },
+    },
+    f"{_META}OwnerReference": {
+        "type": "object",
+        "required": ["apiVersion", "kind", "name", "uid"],
+        "properties": {
+            "apiVersion": _STRING,
+            "blockOwnerDeletion": {"type": "boolean"},
+            "controller": {"type": "boolean"},
+            "kind": _STRING,
+            "name": _STRING,
+            "uid": _STRING,
+        },
+        "x-kubernetes-map-type": "atomic",
+    },
+    f"{_META}ManagedFieldsEntry": {
+        "type": "object",
+        "properties": {
+            "apiVersion": _STRING,
+            "fieldsType": _STRING,
+            "fieldsV1": {"$ref": f"#/definitions/{_META}FieldsV1"},
+            "manager": _STRING,
+            "operation": _STRING,
+            "subresource": _STRING,
+            "time": {"$ref": f"#/definitions/{_META}Time"},
+        },
+    },
+    f"{_META}FieldsV1": {"type": "object"},
+    f"{_META}Time": {"type": "string", "format": "date-time"},
+}
 _PATCH_TYPES: Final = [
     "application/json-patch+json",
     "application/merge-patch+json",
@@ -73,6 +147,14 @@ def _param(name: str) -> dict[str, Any]:
     return {"name": name, "in": "query", "type": "string", "uniqueItems": True}
 
 
+def _patch_types(rt: ResourceType) -> list[str]:
+    """What a PATCH consumes: custom resources take no strategic merge patch (415), so their
+    operations do not list it, and kubectl's client-side apply then sends a merge patch."""
+    if rt.custom:
+        return [t for t in _PATCH_TYPES if t != "application/strategic-merge-patch+json"]
+    return _PATCH_TYPES
+
+
 def _operation(rt: ResourceType, action: str, op_id: str) -> dict[str, Any]:
     params = [_param("dryRun"), _param("fieldManager")]
     if action in ("post", "put", "patch"):
@@ -80,7 +162,7 @@ def _operation(rt: ResourceType, action: str, op_id: str) -> dict[str, Any]:
     op: dict[str, Any] = {
         "operationId": op_id,
         "produces": ["application/json"],
-        "consumes": _PATCH_TYPES if action == "patch" else ["*/*"],
+        "consumes": _patch_types(rt) if action == "patch" else ["*/*"],
         "parameters": params,
         "responses": {"200": {"description": "OK"}},
         "x-kubernetes-action": action,
@@ -135,7 +217,7 @@ def v2_schema(schema: Any) -> Any:
 
 
 def _definitions(state: ApiState) -> dict[str, Any]:
-    definitions: dict[str, Any] = {}
+    definitions: dict[str, Any] = dict(_META_DEFINITIONS)
     for key in state.store.keys(CRD_KEY):
         entry = state.store.get(CRD_KEY, key)
         if entry is None:
@@ -150,8 +232,13 @@ def _definitions(state: ApiState) -> dict[str, Any]:
             schema = (v.get("schema") or {}).get("openAPIV3Schema")
             if not isinstance(schema, dict):
                 continue
+            published = v2_schema(schema)
+            published["properties"] = {
+                **(published.get("properties") or {}),
+                "metadata": {"$ref": OBJECT_META_REF},
+            }
             definitions[f"{reverse}.{v.get('name')}.{kind}"] = {
-                **v2_schema(schema),
+                **published,
                 "x-kubernetes-group-version-kind": [
                     {"group": group, "version": v.get("name"), "kind": kind}
                 ],

@@ -54,6 +54,18 @@ def test_the_json_document_has_paths_and_crd_definitions(
         {"group": "resource.nvidia.com", "version": "v1beta1", "kind": "ComputeDomain"}
     ]
     assert "channel" in schema["properties"]["spec"]["properties"]
+    cd_patch = doc["paths"][
+        "/apis/resource.nvidia.com/v1beta1/namespaces/{namespace}/computedomains/{name}"
+    ]["patch"]
+    assert "application/strategic-merge-patch+json" in patch["consumes"]
+    assert "application/strategic-merge-patch+json" not in cd_patch["consumes"]
+    assert "application/merge-patch+json" in cd_patch["consumes"]
+    # metadata is ObjectMeta, a struct kubectl's client-side apply can patch by strategy
+    assert schema["properties"]["metadata"] == {"$ref": openapi_v2.OBJECT_META_REF}
+    meta = doc["definitions"][openapi_v2.OBJECT_META_REF.rsplit("/", 1)[1]]
+    owners = meta["properties"]["ownerReferences"]
+    assert owners["x-kubernetes-patch-merge-key"] == "uid"
+    assert meta["properties"]["labels"]["additionalProperties"] == {"type": "string"}
 
 
 def test_v2_schemas_drop_what_kube_apiserver_leaves_out() -> None:
