@@ -85,7 +85,8 @@ def parse_isolation(text: str) -> Isolation:
     except ValueError:
         raise _fail(
             ENV_ISOLATION,
-            f'unknown imex.isolation "{text}": must be "{Isolation.DOMAIN}" or "{Isolation.CHANNEL}"',
+            f'unknown imex.isolation "{text}": '
+            f'must be "{Isolation.DOMAIN}" or "{Isolation.CHANNEL}"',
         ) from None
     if isolation is Isolation.CHANNEL:
         raise _fail(

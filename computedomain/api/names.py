@@ -9,7 +9,6 @@ data and pure functions only.
 from __future__ import annotations
 
 import hashlib
-
 from typing import Final
 
 # --- API group, versions, kinds ----------------------------------------------------------------

@@ -18,7 +18,7 @@ CHANNEL = (
 )
 
 
-def _unknown_isolation(value: str) -> str:
+def _unknown(value: str) -> str:
     return f'unknown imex.isolation "{value}": must be "domain" or "channel"'
 
 
@@ -49,8 +49,14 @@ def test_accepted(
         ("hostManaged", "channel", GATE_OFF, "IMEX_MODE", NEEDS_GATE),
         ("driverManaged", "channel", GATE_OFF, "IMEX_ISOLATION", CHANNEL),
         ("hostManaged", "channel", GATE_ON, "IMEX_ISOLATION", CHANNEL),
-        ("driverManaged", "IMEXDomain", GATE_OFF, "IMEX_ISOLATION", _unknown_isolation("IMEXDomain")),
-        ("hostManaged", "Domain", GATE_ON, "IMEX_ISOLATION", _unknown_isolation("Domain")),
+        (
+            "driverManaged",
+            "IMEXDomain",
+            GATE_OFF,
+            "IMEX_ISOLATION",
+            _unknown_isolation("IMEXDomain"),
+        ),
+        ("hostManaged", "Domain", GATE_ON, "IMEX_ISOLATION", _unknown("Domain")),
     ],
     ids=[
         "host-without-gate",
@@ -75,7 +81,8 @@ def test_refused_with_upstreams_message(
 
 def test_host_managed_controller_turns_off_the_daemon_gates() -> None:
     gates = featuregates.parse("HostManagedIMEXDaemon=true")
-    assert gates.compute_domain_cliques and gates.imex_daemons_with_dns_names
+    assert gates.compute_domain_cliques
+    assert gates.imex_daemons_with_dns_names
     forced = imex.controller_features(imex.Settings(imex.Mode.HOST_MANAGED), gates)
     assert not forced.compute_domain_cliques
     assert not forced.imex_daemons_with_dns_names

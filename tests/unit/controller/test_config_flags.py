@@ -183,12 +183,12 @@ def test_host_managed_forces_the_daemon_gates_off() -> None:
     [
         (
             {"IMEX_MODE": "hostManaged"},
-            "imex configuration validation failed: imex.mode=\"hostManaged\" requires the "
+            'imex configuration validation failed: imex.mode="hostManaged" requires the '
             "HostManagedIMEXDaemon feature gate to be enabled",
         ),
         (
             {"IMEX_ISOLATION": "channel"},
-            "imex configuration validation failed: imex.isolation=\"channel\" is not supported",
+            'imex configuration validation failed: imex.isolation="channel" is not supported',
         ),
         ({"IMEX_MODE": "x"}, 'imex configuration validation failed: unknown imex.mode "x"'),
     ],

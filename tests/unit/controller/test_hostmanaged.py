@@ -138,8 +138,10 @@ def test_deletion_deletes_the_template_then_removes_the_finalizers_and_no_node_i
     held = b.stored(workload, finalizers=[names.FINALIZER])
     first = planning.plan(_snap(cd, now=now, workload_templates=(held,)))
     assert [type(a).__name__ for a in first] == ["Delete", "RemoveFinalizer", "Emit", "Wait"]
-    assert isinstance(first[0], Delete) and first[0].ref.name == "channel-tmpl"
-    assert isinstance(first[1], RemoveFinalizer) and first[1].ref.name == "channel-tmpl"
+    assert isinstance(first[0], Delete)
+    assert first[0].ref.name == "channel-tmpl"
+    assert isinstance(first[1], RemoveFinalizer)
+    assert first[1].ref.name == "channel-tmpl"
     assert isinstance(first[-1], Wait)
     last = planning.plan(_snap(cd, now=now))
     assert last == (RemoveFinalizer(CD), ForgetDomain("uid-1"))
