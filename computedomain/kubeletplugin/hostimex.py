@@ -60,12 +60,12 @@ def locate(root: Path, dirs: Sequence[str] = SEARCH_DIRS) -> str:
     )
 
 
-def command(root: Path, tool: str, socket_path: str) -> list[str]:
+def command(root: Path, tool: str, socket_path: str, chroot: str = CHROOT) -> list[str]:
     """The argv that asks the host daemon: through ``chroot`` unless ``root`` is ``/``. Pure."""
     query = ["-q", f"--u={socket_path}"]
     if os.path.normpath(str(root)) == "/":
         return [tool, *query]
-    return [CHROOT, str(root), tool, *query]
+    return [chroot, str(root), tool, *query]
 
 
 def verdict(returncode: int, output: str, socket_path: str) -> None:
@@ -84,17 +84,23 @@ class HostImex:
     """One node's host-daemon check; see the module doc."""
 
     def __init__(
-        self, container_driver_root: Path, socket_path: str, *, timeout: float = TIMEOUT
+        self,
+        container_driver_root: Path,
+        socket_path: str,
+        *,
+        timeout: float = TIMEOUT,
+        chroot: str = CHROOT,
     ) -> None:
         self.container_driver_root = container_driver_root
         self.socket_path = socket_path
         self.timeout = timeout
+        self.chroot = chroot  # looked up on PATH
 
     async def check(self) -> None:
         """Ask the host daemon once. Returns when READY; raises HostImexNotReady otherwise."""
         root = basespec.dev_root(self.container_driver_root)
         tool = locate(root)
-        argv = command(root, tool, self.socket_path)
+        argv = command(root, tool, self.socket_path, self.chroot)
         try:
             proc = await asyncio.create_subprocess_exec(
                 *argv,

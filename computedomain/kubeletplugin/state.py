@@ -229,12 +229,14 @@ class DeviceState:
             if device.type is DeviceType.DAEMON:
                 edits = self._daemon(device, domains.get(device.domain_id))
                 prepared.append((device, edits))
-            elif self._host is not None:
-                channels = hostchannels.channels(checkpoint, uid, device, self.facts.channel_count)
-                edits = await self._host.edits(domains[device.domain_id], channels)
             else:
-                channels = self._choose_channels(checkpoint, uid, plan, device)
-                edits = await self._channel(device, domains[device.domain_id], channels)
+                if self._host is not None:
+                    count = self.facts.channel_count
+                    channels = hostchannels.channels(checkpoint, uid, device, count)
+                    edits = await self._host.edits(domains[device.domain_id], channels)
+                else:
+                    channels = self._choose_channels(checkpoint, uid, plan, device)
+                    edits = await self._channel(device, domains[device.domain_id], channels)
                 prepared.append((attrs.evolve(device, channels=tuple(channels)), edits))
         spec = cdi.claim_spec(
             uid, [(d.device, e) for d, e in prepared], host_paths=self.facts.host_paths

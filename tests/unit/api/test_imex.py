@@ -54,7 +54,7 @@ def test_accepted(
             "IMEXDomain",
             GATE_OFF,
             "IMEX_ISOLATION",
-            _unknown_isolation("IMEXDomain"),
+            _unknown("IMEXDomain"),
         ),
         ("hostManaged", "Domain", GATE_ON, "IMEX_ISOLATION", _unknown("Domain")),
     ],
