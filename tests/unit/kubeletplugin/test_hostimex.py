@@ -103,11 +103,11 @@ async def test_check_runs_the_hosts_tool_with_the_socket(tmp_path: Path) -> None
 
 async def test_check_reports_a_daemon_that_is_not_ready(tmp_path: Path) -> None:
     host = _host(tmp_path, _root(tmp_path, "#!/bin/sh\necho UNAVAILABLE\n"))
-    with pytest.raises(HostImexNotReady, match="^host nvidia-imex daemon not ready: UNAVAILABLE$"):
+    with pytest.raises(HostImexNotReady, match=r"^host nvidia-imex daemon not ready: UNAVAILABLE$"):
         await host.check()
 
 
 async def test_check_gives_up_on_a_tool_that_hangs(tmp_path: Path) -> None:
     host = _host(tmp_path, _root(tmp_path, "#!/bin/sh\nexec sleep 30\n"), timeout=0.3)
-    with pytest.raises(HostImexNotReady, match="no answer within 0.3s"):
+    with pytest.raises(HostImexNotReady, match=r"no answer within 0\.3s"):
         await host.check()
