@@ -97,6 +97,8 @@ async def test_worker_gets_its_channel_once_the_host_daemon_is_ready(
         assert "host nvidia-imex daemon not ready" in condition["message"]
         got = await api.get(resources.COMPUTE_DOMAINS, "job", ns)
         assert got["status"]["status"] == "Ready"  # upstream's constant, kept
+        doctor = await kit.doctor_text(cluster, ns, "job")
+        assert f"[HostIMEXNotReady] Node {NODE}: host nvidia-imex daemon not ready" in doctor
         pod = await api.get(resources.PODS, "w0", ns)
         assert pod["status"].get("phase") != "Running"
         daemon_sets, _ = await api.list_all(resources.DAEMON_SETS, kit.DRIVER_NAMESPACE)
