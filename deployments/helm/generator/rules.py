@@ -30,6 +30,12 @@ PLUGIN = ".Values.kubeletPlugin"
 PLUGIN_CONTAINER = f"{PLUGIN}.containers.computeDomains"
 CONTROLLER_CONTAINER = f"{CONTROLLER}.containers.computeDomain"
 HEALTHCHECK_ON = f"gt (int {PLUGIN_CONTAINER}.healthcheckPort) 0"
+IMEX = ".Values.resources.computeDomains.imex"
+# The validated mode (computedomain.imexMode fails the render on a bad one) and the isolation
+# as given: the programs read an empty one as domain.
+IMEX_MODE = 'include "computedomain.imexMode" . | quote'
+IMEX_ISOLATION = f'{IMEX}.isolation | default "" | quote'
+HOST_MANAGED = 'include "computedomain.hostManagedIMEX" .'
 
 
 class BaseChanged(ValueError):
@@ -160,6 +166,8 @@ def _controller(obj: Obj) -> Obj:
     _set(env, "HTTP_ENDPOINT", f"{CONTROLLER}.metrics.httpEndpoint | quote", where)
     _set(env, "METRICS_PATH", _metrics_path(CONTROLLER), where)
     _set(env, "LEADER_ELECTION_ENABLED", f"{CONTROLLER}.leaderElection.enabled | quote", where)
+    _set(env, "IMEX_MODE", IMEX_MODE, where)
+    _set(env, "IMEX_ISOLATION", IMEX_ISOLATION, where)
     election = f"{CONTROLLER}.leaderElection"
     env.append(
         Lines(
@@ -223,6 +231,9 @@ def _kubelet_plugin(obj: Obj) -> Obj:
     _set(env, "KUBELET_REGISTRAR_DIRECTORY_PATH", f"{registrar} | quote", where)
     _set(env, "KUBELET_PLUGINS_DIRECTORY_PATH", f"{plugins} | quote", where)
     _set(env, "HEALTHCHECK_PORT", f"{PLUGIN_CONTAINER}.healthcheckPort | quote", where)
+    _set(env, "IMEX_MODE", IMEX_MODE, where)
+    _set(env, "IMEX_ISOLATION", IMEX_ISOLATION, where)
+    _set(env, "IMEX_HOST_SOCKET_PATH", f"{IMEX}.hostSocketPath | quote", where)
     env.append(
         Lines(
             (
@@ -306,16 +317,45 @@ def _plugin_policy(obj: Obj) -> Obj:
     return obj
 
 
+def _plugin_cluster_role(obj: Obj) -> Obj:
+    """With host-managed IMEX the plugin annotates ComputeDomains with why a claim waits for
+    the host's daemon (what deployments/components/host-managed-imex adds)."""
+    obj["rules"].append(
+        Lines(
+            (
+                f"{{{{- if {HOST_MANAGED} }}}}",
+                "- apiGroups:",
+                "    - resource.nvidia.com",
+                "  resources:",
+                "    - computedomains",
+                "  verbs:",
+                "    - patch",
+                "{{- end }}",
+            )
+        )
+    )
+    return obj
+
+
 _RULES: dict[tuple[str, str], Rule] = {
     ("Deployment", "computedomain-controller"): _controller,
     ("DaemonSet", "computedomain-kubelet-plugin"): _kubelet_plugin,
     ("NetworkPolicy", "computedomain-controller"): _controller_policy,
     ("NetworkPolicy", "computedomain-kubelet-plugin"): _plugin_policy,
+    ("ClusterRole", "computedomain-kubelet-plugin"): _plugin_cluster_role,
 }
+
+# With host-managed IMEX there are no daemons: neither their DeviceClass nor their identity
+# (what deployments/components/host-managed-imex deletes).
+_DAEMONS = f"not ({HOST_MANAGED})"
 
 _CONDITIONS: dict[tuple[str, str], str] = {
     ("Namespace", NAMESPACE): ".Values.namespace.create",
     ("NetworkPolicy", "computedomain-controller"): f"{CONTROLLER}.networkPolicy.enabled",
     ("NetworkPolicy", "computedomain-kubelet-plugin"): f"{PLUGIN}.networkPolicy.enabled",
     ("NetworkPolicy", "computedomain-daemons"): ".Values.daemon.networkPolicy.enabled",
+    ("DeviceClass", "compute-domain-daemon.nvidia.com"): _DAEMONS,
+    ("ServiceAccount", "compute-domain-daemon-service-account"): _DAEMONS,
+    ("ClusterRole", "compute-domain-daemon-role"): _DAEMONS,
+    ("ClusterRoleBinding", "compute-domain-daemon-role-binding"): _DAEMONS,
 }
