@@ -8,6 +8,7 @@ data and pure functions only.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Final
 
 # --- API group, versions, kinds ----------------------------------------------------------------
@@ -79,6 +80,12 @@ CLIQUE_LABEL: Final = "resource.nvidia.com/computeDomain.cliqueID"
 # controller quotes it in the ComputeDomain's Ready condition
 # (docs/compatibility.md#say-why-a-workload-waits).
 DAEMON_PROBLEM_ANNOTATION: Final = "resource.nvidia.com/computeDomain.daemonProblem"
+# Ours (additive), with host-managed IMEX only: on a ComputeDomain, one annotation per node
+# whose host nvidia-imex is not ready while a channel claim of the domain waits for it; the value
+# says why (``<node>: <message>``). The node's kubelet plugin sets and clears it; the controller
+# quotes it in the Ready condition (docs/compatibility.md#host-managed-imex-daemons).
+HOST_IMEX_PROBLEM_PREFIX: Final = "host-imex.resource.nvidia.com/"
+_ANNOTATION_NAME_MAX: Final = 63
 TARGET_LABEL: Final = "resource.nvidia.com/computeDomainTarget"
 TARGET_DAEMON: Final = "Daemon"
 TARGET_WORKLOAD: Final = "Workload"
@@ -204,3 +211,16 @@ ENV_MAX_NODES_PER_IMEX_DOMAIN: Final = "MAX_NODES_PER_IMEX_DOMAIN"
 ENV_FEATURE_GATES: Final = "FEATURE_GATES"
 ENV_LOG_VERBOSITY: Final = "LOG_VERBOSITY"
 ENV_NVIDIA_VISIBLE_DEVICES: Final = "NVIDIA_VISIBLE_DEVICES"
+
+
+def host_imex_problem_annotation(node: str) -> str:
+    """The annotation key of ``node``'s host IMEX problem on a ComputeDomain. Pure.
+
+    A node name (a DNS subdomain) is a valid annotation name up to 63 characters; a longer one
+    is cut and made unique by a hash of the whole name (the value names the node in full).
+    """
+    if len(node) <= _ANNOTATION_NAME_MAX:
+        return HOST_IMEX_PROBLEM_PREFIX + node
+    digest = hashlib.sha256(node.encode()).hexdigest()[:12]
+    head = node[: _ANNOTATION_NAME_MAX - len(digest) - 1].rstrip(".-")
+    return f"{HOST_IMEX_PROBLEM_PREFIX}{head}-{digest}"

@@ -16,6 +16,10 @@ about to remove (terminating, no finalizers left) is forgotten rather than recor
 cannot linger as a phantom (upstream's read-your-writes caches kept deleted objects alive for
 up to an hour).
 
+With host-managed IMEX (docs/compatibility.md#host-managed-imex-daemons) there are no daemons,
+cliques or node labels to track: only the domain and template informers run, as upstream runs
+only its workload-template manager then.
+
 Built by :class:`~computedomain.controller.controller.Controller`; read by the reconciler and
 the cleanup loop; calls the kube layer only.
 """
@@ -73,9 +77,11 @@ class Caches:
     def __init__(self, api: Api, config: ControllerConfig, *, clock: Clock | None = None) -> None:
         self.config = config
         self.mode = Mode.CLIQUES if config.features.compute_domain_cliques else Mode.STATUS
+        self.host_managed = config.imex.host_managed
         resync = config.resync_period or None
         selector = names.COMPUTE_DOMAIN_LABEL  # "label exists"
-        namespaces = config.managed_namespaces
+        # Host-managed: no daemon DaemonSets, pods or cliques in any namespace, no node labels.
+        namespaces = () if self.host_managed else config.managed_namespaces
 
         def informer(resource: resources.Resource, **kwargs: Any) -> Informer:
             return Informer(api, resource, clock=clock, **kwargs)
@@ -91,8 +97,12 @@ class Caches:
             indexers={**_BY_DOMAIN, BY_TARGET: _by_target},
             name="resourceclaimtemplates",
         )
-        self.nodes = informer(
-            resources.NODES, label_selector=selector, indexers=_BY_DOMAIN, name="nodes"
+        self.nodes = (
+            None
+            if self.host_managed
+            else informer(
+                resources.NODES, label_selector=selector, indexers=_BY_DOMAIN, name="nodes"
+            )
         )
         self.daemon_sets = {
             ns: informer(
@@ -152,16 +162,20 @@ class Caches:
     # -- lifecycle ---------------------------------------------------------------------------
 
     @property
-    def informers(self) -> list[Informer]:
-        """Every informer, the domain informer first."""
+    def labelled_informers(self) -> list[Informer]:
+        """The informers of objects found by the domain label (nodes, DaemonSets, daemon pods,
+        cliques); none with host-managed IMEX."""
         return [
-            self.domains,
-            self.templates,
-            self.nodes,
+            *([self.nodes] if self.nodes is not None else []),
             *self.daemon_sets.values(),
             *self.pods.values(),
             *self.cliques.values(),
         ]
+
+    @property
+    def informers(self) -> list[Informer]:
+        """Every informer, the domain informer first."""
+        return [self.domains, self.templates, *self.labelled_informers]
 
     @property
     def synced(self) -> bool:
@@ -207,6 +221,7 @@ class Caches:
             now=now,
             settings=self.config.daemon,
             mode=self.mode,
+            host_managed=self.host_managed,
             domain=domain,
             daemon_sets=_gather(
                 c.by_index(BY_DOMAIN, uid) for c in self.daemon_sets_written.values()
@@ -222,13 +237,14 @@ class Caches:
             pods=_gather(inf.store.by_index(BY_DOMAIN, uid) for inf in self.pods.values()),
             cliques=_gather(c.by_index(BY_DOMAIN, uid) for c in self.cliques_written.values()),
             labelled_nodes=tuple(
-                objects.name(n) for n in self.nodes.store.by_index(BY_DOMAIN, uid)
+                objects.name(n)
+                for n in (self.nodes.store.by_index(BY_DOMAIN, uid) if self.nodes else ())
             ),
         )
 
     def labelled_uids(self, *, nodes_only: bool = False) -> set[str]:
         """Every domain UID some cached DaemonSet, template or node is labelled with."""
-        found = set(self.nodes.store.index_values(BY_DOMAIN))
+        found = set(self.nodes.store.index_values(BY_DOMAIN)) if self.nodes else set()
         if not nodes_only:
             for inf in self.daemon_sets.values():
                 found.update(inf.store.index_values(BY_DOMAIN))

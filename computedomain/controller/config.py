@@ -19,7 +19,7 @@ from typing import Final
 import attrs
 
 import computedomain
-from computedomain.api import featuregates, names, validation
+from computedomain.api import featuregates, imex, names, validation
 from computedomain.api.errors import ConfigError
 from computedomain.controller import settingvalues
 from computedomain.runtime import flags
@@ -59,6 +59,9 @@ class ControllerConfig:
 
     daemon: DaemonSettings
     features: featuregates.Features = attrs.field(factory=lambda: featuregates.parse(""))
+    # Host-managed: no daemons, cliques or node labels
+    # (docs/compatibility.md#host-managed-imex-daemons).
+    imex: imex.Settings = attrs.field(factory=imex.Settings)
     additional_namespaces: tuple[str, ...] = ()
     workers: int = 1
     status_coalesce_window: float = DEFAULT_STATUS_COALESCE_WINDOW
@@ -145,6 +148,19 @@ OPTIONS: Final = (
         default=2.0,
     ),
     Option("--feature-gates", "FEATURE_GATES", default="", help="Name=bool,... (upstream's)"),
+    Option(
+        "--imex-mode",
+        imex.ENV_MODE,
+        default=str(imex.DEFAULT_MODE),
+        help="driverManaged (a daemon DaemonSet per domain) or hostManaged (the host runs "
+        "nvidia-imex; needs the HostManagedIMEXDaemon gate)",
+    ),
+    Option(
+        "--imex-isolation",
+        imex.ENV_ISOLATION,
+        default=str(imex.DEFAULT_ISOLATION),
+        help="domain (empty: domain); channel is reserved and refused",
+    ),
     Option("--v", "V", flags.integer, default=0, aliases=("-v",), help="log verbosity"),
     # -- ours --------------------------------------------------------------------------------
     Option(
@@ -245,7 +261,9 @@ class ProgramConfig:
 
 def resolve(values: Values) -> ProgramConfig:
     """Check every setting and build the config. Pure; raises ConfigError naming the setting."""
-    features = featuregates.parse(values.feature_gates)
+    gates = featuregates.parse(values.feature_gates)
+    imex_settings = imex.resolve(values.imex_mode, values.imex_isolation, gates)
+    features = imex.controller_features(imex_settings, gates)
     namespace = validation.dns1123_label("NAMESPACE", values.namespace)
     if not values.image_name.strip():
         raise ConfigError("IMAGE_NAME", "must not be empty")
@@ -293,6 +311,7 @@ def resolve(values: Values) -> ProgramConfig:
     controller = ControllerConfig(
         daemon=daemon,
         features=features,
+        imex=imex_settings,
         additional_namespaces=settingvalues.parse_namespaces(values.additional_namespaces),
         workers=values.workers,
         status_coalesce_window=values.status_coalesce_window,

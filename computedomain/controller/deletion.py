@@ -78,7 +78,8 @@ def teardown(snapshot: Snapshot, *, last_pass: bool) -> tuple[list[Action], bool
     actions: list[Action] = list(deletes)
     # A live LIST of nodes whenever the cache shows labels, and on the last pass (the cache
     # may lag, or a kubelet plugin may have labelled a node while the teardown ran).
-    if last_pass or snapshot.labelled_nodes or not owned:
+    # Host-managed IMEX labels no node (upstream then runs no node-label cleanup either).
+    if not snapshot.host_managed and (last_pass or snapshot.labelled_nodes or not owned):
         actions.append(RemoveNodeLabels(snapshot.uid))
     actions.extend(
         RemoveFinalizer(ref_of(o, is_ds)) for o, is_ds in owned if objects.has_finalizer(o)

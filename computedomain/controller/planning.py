@@ -6,7 +6,10 @@ order: our finalizer; the daemon ResourceClaimTemplate and the DaemonSet in
 the driver namespace unless a DaemonSet of the domain exists in any managed namespace; the
 workload ResourceClaimTemplate in its own namespace; its status (:mod:`~.statusplan`); and
 clique pruning (:mod:`~.pruning`). Objects are looked up by the domain label, so a just-created
-object (visible through the read-your-writes cache) is never created twice.
+object (visible through the read-your-writes cache) is never created twice. With host-managed
+IMEX (docs/compatibility.md#host-managed-imex-daemons) there is no daemon template, DaemonSet or
+clique, the workload template always asks for ``allocationMode: Single``, and the status is
+upstream's constant ``Ready`` with a condition about the hosts' daemons (:mod:`~.hoststatus`).
 
 What users must know becomes events and a ``Ready`` condition: objects created; a workload
 template name that already belongs to someone else (a Warning, a condition, and a permanent
@@ -24,7 +27,15 @@ import cattrs
 from computedomain.api import convert, names, validation
 from computedomain.api.errors import ConfigError
 from computedomain.api.models import ComputeDomain
-from computedomain.controller import deletion, objects, pruning, readiness, rendering, statusplan
+from computedomain.controller import (
+    deletion,
+    hoststatus,
+    objects,
+    pruning,
+    readiness,
+    rendering,
+    statusplan,
+)
 from computedomain.controller.actions import (
     Action,
     AddFinalizer,
@@ -122,7 +133,8 @@ def _workload_template(
     other = snapshot.named_template
     if other is None:
         ref = Ref(Kind.RESOURCE_CLAIM_TEMPLATE, namespace, name)
-        return [Create(ref, rendering.workload_claim_template(domain))], [], None
+        body = rendering.workload_claim_template(domain, single=snapshot.host_managed)
+        return [Create(ref, body)], [], None
     owner = objects.domain_uid(other)
     if owner == snapshot.uid:
         return [], [], None  # ours, only missing its target label: never create it twice
@@ -144,15 +156,18 @@ def plan_living(snapshot: Snapshot, domain: ComputeDomain) -> tuple[Action, ...]
         actions.append(AddFinalizer(domain_ref(domain)))
     hand_deleted, problems = _hand_deleted(snapshot)
     actions.extend(hand_deleted)
-    creates: list[Create] = _daemon_objects(snapshot, domain)
+    creates: list[Create] = [] if snapshot.host_managed else _daemon_objects(snapshot, domain)
     workload, workload_problems, verdict = _workload_template(snapshot, domain)
     creates.extend(workload)
     problems.extend(workload_problems)
     actions.extend(creates)
-    follow_up = (
-        *statusplan.plan_status(snapshot, domain, problems),
-        *pruning.plan_prunes(snapshot, statusplan.parse_cliques(snapshot)),
-    )
+    if snapshot.host_managed:
+        follow_up = hoststatus.plan_status(snapshot, domain, problems)
+    else:
+        follow_up = (
+            *statusplan.plan_status(snapshot, domain, problems),
+            *pruning.plan_prunes(snapshot, statusplan.parse_cliques(snapshot)),
+        )
     if any(isinstance(a, ReadLivePods) for a in follow_up):
         return (ReadLivePods(snapshot.uid),)
     actions.extend(follow_up)  # the status write does not wait for the creates (apply.batches)

@@ -51,7 +51,7 @@ class Readiness:
     message: str
 
 
-def _clip(text: str) -> str:
+def clip(text: str) -> str:
     text = " ".join(text.split())
     return text if len(text) <= MAX_DETAIL_LENGTH else text[: MAX_DETAIL_LENGTH - 3] + "..."
 
@@ -82,18 +82,18 @@ def describe_pod(pod: JsonObject) -> str:
         text += " (terminating)"
     problem = pod_problem(pod)
     if problem is not None:
-        return f"{text}: {_clip(problem.message)}"
+        return f"{text}: {clip(problem.message)}"
     for container in status.get("containerStatuses") or []:
         state = container.get("state") or {}
         for kind in ("waiting", "terminated"):
             detail = state.get(kind)
             if detail and (detail.get("message") or detail.get("reason")):
-                return f"{text}: {_clip(str(detail.get('message') or detail.get('reason')))}"
+                return f"{text}: {clip(str(detail.get('message') or detail.get('reason')))}"
     by_type = {c.get("type"): c for c in objects.pod_conditions(pod)}
     for kind in _CONDITION_ORDER:
         cond = by_type.get(kind)
         if cond and cond.get("status") == "False" and (cond.get("message") or cond.get("reason")):
-            return f"{text}: {_clip(str(cond.get('message') or cond.get('reason')))}"
+            return f"{text}: {clip(str(cond.get('message') or cond.get('reason')))}"
     return text
 
 

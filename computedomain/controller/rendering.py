@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from computedomain.api import names
-from computedomain.api.models import ComputeDomain
+from computedomain.api.models import AllocationMode, ComputeDomain
 from computedomain.controller.config import DaemonSettings
 from computedomain.controller.settingvalues import ENV_DNS_NAME_POLICY, ENV_INDEX_POLICY
 
@@ -123,11 +123,13 @@ def daemon_claim_template(domain: ComputeDomain, settings: DaemonSettings) -> di
     )
 
 
-def workload_claim_template(domain: ComputeDomain) -> dict[str, Any]:
+def workload_claim_template(domain: ComputeDomain, *, single: bool = False) -> dict[str, Any]:
     """The workload ResourceClaimTemplate users' pods reference. Pure.
 
     ``allocationMode`` is always present; an absent mode renders as ``Single``, the CRD default.
+    ``single``: always ``Single`` (host-managed IMEX hands out channel 0 only, as upstream).
     """
+    mode = AllocationMode.SINGLE if single else domain.spec.channel.effective_allocation_mode
     uid = domain.metadata.uid
     return _claim_template(
         name=domain.spec.channel.resource_claim_template.name,
@@ -140,7 +142,7 @@ def workload_claim_template(domain: ComputeDomain) -> dict[str, Any]:
             "apiVersion": names.GROUP_VERSION,
             "kind": names.CHANNEL_CONFIG_KIND,
             "domainID": uid,
-            "allocationMode": str(domain.spec.channel.effective_allocation_mode),
+            "allocationMode": str(mode),
         },
     )
 

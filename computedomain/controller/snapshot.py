@@ -36,6 +36,8 @@ class Snapshot:
     now: datetime
     settings: DaemonSettings
     mode: Mode
+    # IMEX daemons are the host's (docs/compatibility.md#host-managed-imex-daemons).
+    host_managed: bool = False
     domain: JsonObject | None = None
     daemon_sets: tuple[JsonObject, ...] = ()
     daemon_templates: tuple[JsonObject, ...] = ()

@@ -38,12 +38,7 @@ def install(caches: Caches, queue: Queue) -> None:
         FuncHandler(add=domain, update=lambda old, new: domain(new), delete=domain)
     )
     by_label = EnqueueHandler(queue, key=objects.domain_uid)
-    for informer in (
-        caches.nodes,
-        *caches.daemon_sets.values(),
-        *caches.pods.values(),
-        *caches.cliques.values(),
-    ):
+    for informer in caches.labelled_informers:
         informer.add_handler(by_label)
 
     def template(obj: Obj) -> None:

@@ -37,6 +37,9 @@ from computedomain.kubeletplugin.cliquerefresh import CliqueRefresh
 from computedomain.kubeletplugin.config import Config
 from computedomain.kubeletplugin.driver import Driver
 from computedomain.kubeletplugin.grpcservers import PluginServers
+from computedomain.kubeletplugin.hostchannels import HostChannels
+from computedomain.kubeletplugin.hostimex import HostImex
+from computedomain.kubeletplugin.hostproblems import DomainAnnotations
 from computedomain.kubeletplugin.metrics import Metrics
 from computedomain.kubeletplugin.nodelabel import NodeLabeler
 from computedomain.kubeletplugin.nodelock import NodeLock
@@ -171,6 +174,15 @@ def assemble(
         lambda uid: channelclaims.domain_ref(d) if (d := cluster.domain(uid)) else None,
     )
     claims = ClaimReader(api)
+    host = None
+    if config.imex.host_managed:
+        host = HostChannels(
+            node_name=config.node_name,
+            clique_id=checked.node.clique_id,
+            channel_major=checked.node.channel_major,
+            daemon=HostImex(config.container_driver_root, config.imex_host_socket_path),
+            problems=DomainAnnotations(api, config.node_name, cluster.domain),
+        )
     state = DeviceState(
         _node_facts(config, checked.node),
         checkpoints=checked.checkpoints,
@@ -180,6 +192,7 @@ def assemble(
         strategy_for=strategy_for,
         wall_clock=time.time,
         on_checkpoint=metrics.observe_checkpoint,
+        host=host,
     )
     lock = NodeLock(config.lock_path)
     driver = Driver(
@@ -193,7 +206,12 @@ def assemble(
     servers = PluginServers(
         driver, dra_socket=config.dra_socket, registration_socket=config.registration_socket
     )
-    slices = SlicePublisher(api, node_name=config.node_name, clique_id=checked.node.clique_id)
+    slices = SlicePublisher(
+        api,
+        node_name=config.node_name,
+        clique_id=checked.node.clique_id,
+        host_managed=config.imex.host_managed,
+    )
     label = CliqueLabel(api, config.node_name) if config.gpu_clique_label_enabled else None
     refresh = CliqueRefresh(
         api=api,

@@ -22,6 +22,7 @@ ConfigError naming the flag and variable; :func:`load`, for ``main``, exits with
 from __future__ import annotations
 
 import ipaddress
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final
@@ -29,7 +30,7 @@ from typing import Final
 import attrs
 
 import computedomain
-from computedomain.api import featuregates, names
+from computedomain.api import featuregates, imex, names
 from computedomain.api.errors import ConfigError
 from computedomain.nvml import backends, fake
 from computedomain.nvml.interface import BackendName
@@ -37,6 +38,7 @@ from computedomain.runtime import flags
 from computedomain.runtime.flags import Option, Values
 
 PROG: Final = "cd-kubelet-plugin"
+_DEFAULT_SOCKET: Final = imex.DEFAULT_HOST_SOCKET_PATH
 
 OPTIONS: Final = (
     Option("--node-name", "NODE_NAME", required=True, help="this node's name"),
@@ -99,6 +101,25 @@ OPTIONS: Final = (
     ),
     Option("--kube-api-burst", "KUBE_API_BURST", flags.integer, default=10, help="API burst"),
     Option("--feature-gates", "FEATURE_GATES", default="", help="Name=bool,..."),
+    Option(
+        "--imex-mode",
+        imex.ENV_MODE,
+        default=str(imex.DEFAULT_MODE),
+        help="driverManaged or hostManaged (the host runs nvidia-imex; only channel-0 is "
+        "published; needs the HostManagedIMEXDaemon gate)",
+    ),
+    Option(
+        "--imex-isolation",
+        imex.ENV_ISOLATION,
+        default=str(imex.DEFAULT_ISOLATION),
+        help="domain (empty: domain); channel is reserved and refused",
+    ),
+    Option(
+        "--imex-host-socket-path",
+        imex.ENV_HOST_SOCKET_PATH,
+        default=imex.DEFAULT_HOST_SOCKET_PATH,
+        help="the host nvidia-imex control socket, inside the driver root (hostManaged only)",
+    ),
     Option(
         "--v",
         "V",
@@ -217,6 +238,8 @@ class Config:
     gpu_clique_label_enabled: bool = False
     clique_id_refresh_interval: float = 600.0
     fake_nvml_profile_file: Path | None = None
+    imex_host_socket_path: str = _DEFAULT_SOCKET
+    imex: imex.Settings = attrs.field(factory=imex.Settings)  # (the field hides the module here)
 
     @property
     def health_address(self) -> str:
@@ -286,6 +309,8 @@ def parse_strategy_map(field: str, text: str) -> dict[str, str]:
 def resolve(values: Values) -> Config:
     """Check the parsed settings and build the Config. Pure; ConfigError naming the setting."""
     features = featuregates.parse(values.feature_gates)
+    imex_settings = imex.resolve(values.imex_mode, values.imex_isolation, features)
+    socket_path = _socket_path("--imex-host-socket-path/IMEX_HOST_SOCKET_PATH", values)
     if not 0 <= values.verbosity <= 10:
         raise ConfigError("--v/V", f"{values.verbosity} is not between 0 and 10")
     fake.parse_clique(values.fake_nvml_clique, setting="--fake-nvml-clique/FAKE_NVML_CLIQUE")
@@ -331,6 +356,8 @@ def resolve(values: Values) -> Config:
         fake_nvml_profile_file=(
             Path(values.fake_nvml_profile_file) if values.fake_nvml_profile_file else None
         ),
+        imex=imex_settings,
+        imex_host_socket_path=socket_path,
     )
 
 
@@ -363,3 +390,11 @@ def _pod_ip(field: str, text: str) -> str:
         return str(ipaddress.ip_address(text))
     except ValueError:
         raise ConfigError(field, f"{text!r} is not an IP address") from None
+
+
+def _socket_path(field: str, values: Values) -> str:
+    """The host socket path: absolute, normalised, no NUL. Pure; ConfigError otherwise."""
+    text = str(values.imex_host_socket_path).strip()
+    if not text.startswith("/") or "\0" in text or os.path.normpath(text) in ("/", "//"):
+        raise ConfigError(field, f"{text!r} is not an absolute path of a socket")
+    return os.path.normpath(text)

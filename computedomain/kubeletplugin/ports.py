@@ -61,3 +61,19 @@ class NodeLabeler(Protocol):
         """Remove the label if its domain is not in ``held`` (the domains this node's claims
         still hold). Idempotent."""
         ...
+
+
+class HostDaemon(Protocol):
+    """The host's ``nvidia-imex`` (host-managed IMEX only)."""
+
+    async def check(self) -> None:
+        """Return when the daemon answers READY; raise TemporaryError saying why not."""
+        ...
+
+
+class HostProblems(Protocol):
+    """Where this node says, on a domain, that its host daemon keeps a claim waiting."""
+
+    async def report(self, domain: Mapping[str, Any], problem: str | None) -> None:
+        """Publish ``problem`` for this node on ``domain`` (None: clear it). Never raises."""
+        ...

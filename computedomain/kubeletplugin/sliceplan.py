@@ -3,9 +3,11 @@
 One pool named after the node, one slice (docs/compatibility.md#devices-and-resourceslices):
 ``channel-0`` and ``daemon-0`` with the attributes ``type`` and ``id`` that the DeviceClass
 selectors test, plus our additive string attribute ``cliqueID`` (omitted on nodes without a clique)
-so a claim can select devices of one rack. Devices are in a fixed order (upstream's map order is
-random per start and causes needless updates). The slice is owned by the Node (controller reference,
-so it goes with the Node) and named by ``generateName`` as the kubelet helper names slices.
+so a claim can select devices of one rack; with host-managed IMEX only ``channel-0``, as the host
+runs the daemon (docs/compatibility.md#host-managed-imex-daemons). Devices are in a fixed order
+(upstream's map order is random per start and causes needless updates). The slice is owned by
+the Node (controller reference, so it goes with the Node) and named by ``generateName`` as the
+kubelet helper names slices.
 
 :func:`plan` compares the slices of this driver on this node with the desired content and
 returns the writes: create when the pool has no slice, update the kept one when it drifted
@@ -29,13 +31,13 @@ def generate_name(node: str, driver: str = names.DRIVER_NAME) -> str:
     return f"00000-{driver}-{node}-"
 
 
-def devices(clique_id: str) -> list[dict[str, Any]]:
-    """The published devices, in a fixed order. Pure."""
+def devices(clique_id: str, *, host_managed: bool = False) -> list[dict[str, Any]]:
+    """The published devices, in a fixed order (no ``daemon-0`` when host-managed). Pure."""
     result = []
-    for kind, device in (
-        (names.DEVICE_TYPE_CHANNEL, names.channel_device_name(0)),
-        (names.DEVICE_TYPE_DAEMON, names.daemon_device_name(0)),
-    ):
+    kinds = [(names.DEVICE_TYPE_CHANNEL, names.channel_device_name(0))]
+    if not host_managed:
+        kinds.append((names.DEVICE_TYPE_DAEMON, names.daemon_device_name(0)))
+    for kind, device in kinds:
         attributes: dict[str, Any] = {
             names.ATTRIBUTE_TYPE: {"string": kind},
             names.ATTRIBUTE_ID: {"int": 0},
@@ -56,13 +58,14 @@ class Desired:
     node_uid: str
     clique_id: str
     driver: str = names.DRIVER_NAME
+    host_managed: bool = False
 
     def spec(self, generation: int) -> dict[str, Any]:
         return {
             "driver": self.driver,
             "nodeName": self.node,
             "pool": {"name": self.node, "generation": generation, "resourceSliceCount": 1},
-            "devices": devices(self.clique_id),
+            "devices": devices(self.clique_id, host_managed=self.host_managed),
         }
 
     def new_slice(self) -> dict[str, Any]:

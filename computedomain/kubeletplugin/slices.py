@@ -34,10 +34,13 @@ RETRY_MAX: Final = 30.0
 
 
 class SlicePublisher:
-    def __init__(self, api: Api, *, node_name: str, clique_id: str) -> None:
+    def __init__(
+        self, api: Api, *, node_name: str, clique_id: str, host_managed: bool = False
+    ) -> None:
         self.api = api
         self.node_name = node_name
         self.clique_id = clique_id
+        self.host_managed = host_managed
         self.informer = Informer(
             api,
             resources.RESOURCE_SLICES,
@@ -66,6 +69,7 @@ class SlicePublisher:
             node=self.node_name,
             node_uid=str((node.get("metadata") or {}).get("uid", "")),
             clique_id=self.clique_id,
+            host_managed=self.host_managed,
         )
         actions = sliceplan.plan(self.informer.store.list(), desired)
         for action in actions:

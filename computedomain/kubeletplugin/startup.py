@@ -3,7 +3,8 @@
 In upstream's order, each failure fatal (the process exits with ``Error: ...``):
 
 1. the plugin data directory and the CDI root exist (created 0750);
-2. with the ``IMEXDaemonsWithDNSNames`` gate, the driver is at least 570.158.01;
+2. with the ``IMEXDaemonsWithDNSNames`` gate, the driver is at least 570.158.01 (not with
+   host-managed IMEX, where no daemon of ours writes DNS names);
 3. the node's clique ID, from NVML's fabric info (strict or legacy by
    ``CrashOnNVLinkFabricErrors``; with ``FabricManagerPartitioning``, first whether the node has
    a local NVLink fabric: :mod:`.cliquesource`);
@@ -99,7 +100,7 @@ async def discover(config: Config, nvml: Nvml) -> Node:
     """Run the startup checks of the module doc; raises StartupError (or a PermanentError)."""
     try:
         version = None
-        if config.features.imex_daemons_with_dns_names:
+        if config.features.imex_daemons_with_dns_names and not config.imex.host_managed:
             version = await asyncio.to_thread(nvml.driver_version)
             driverversion.check_dns_names(version)
         rules = await asyncio.to_thread(

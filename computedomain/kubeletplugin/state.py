@@ -18,7 +18,10 @@ TemporaryError and reports PermanentError at once. One prepare attempt:
 4. record ``PrepareStarted`` (before any side effect);
 5. daemon devices: domain directory, env, mount, fabric node; channel devices: choose channels
    (channel strategy), label the Node, wait until the local daemon is Ready
-   (:class:`~computedomain.kubeletplugin.ports.Waiting` until then), device nodes;
+   (:class:`~computedomain.kubeletplugin.ports.Waiting` until then), device nodes; with
+   host-managed IMEX (:mod:`~.hostchannels`) daemon devices are refused before anything is
+   written, and a channel device gets its allocated channel once the host's daemon is READY,
+   with no label;
 6. write the claim's CDI spec, then record ``PrepareCompleted`` and return the devices.
 
 Unprepare reads only the checkpoint: it drops the entry (or marks it ``PrepareAborted`` when a
@@ -45,7 +48,14 @@ import attrs
 
 from computedomain.api import configs, names, validation
 from computedomain.api.errors import ConfigError, PermanentError, TemporaryError
-from computedomain.kubeletplugin import cdi, channelclaims, claimplan, daemonclaims, wakeups
+from computedomain.kubeletplugin import (
+    cdi,
+    channelclaims,
+    claimplan,
+    daemonclaims,
+    hostchannels,
+    wakeups,
+)
 from computedomain.kubeletplugin.cdistore import CdiStore
 from computedomain.kubeletplugin.checkpoint import (
     Checkpoint,
@@ -142,8 +152,10 @@ class DeviceState:
         strategy_for: StrategyFor,
         wall_clock: Callable[[], float],
         on_checkpoint: Callable[[Checkpoint], None] | None = None,
+        host: hostchannels.HostChannels | None = None,
     ) -> None:
         self.facts = facts
+        self._host = host  # host-managed IMEX (docs/compatibility.md#host-managed-imex-daemons)
         self._checkpoints = checkpoints
         self._cdi = cdi_store
         self._cluster = cluster
@@ -195,6 +207,8 @@ class DeviceState:
         if entry is not None and entry.completed:
             return to_kubelet(entry.devices)
         plan = claimplan.plan(claim)
+        if self._host is not None:
+            hostchannels.refuse_daemons(plan)
         domains = self._check_domains(plan, namespace)
         self._check_overlap(checkpoint, uid, plan)
         started = ClaimEntry(
@@ -223,8 +237,13 @@ class DeviceState:
                 edits = self._daemon(device, domains.get(device.domain_id))
                 prepared.append((device, edits))
             else:
-                channels = self._choose_channels(checkpoint, uid, plan, device)
-                edits = await self._channel(device, domains[device.domain_id], channels)
+                if self._host is not None:
+                    count = self.facts.channel_count
+                    channels = hostchannels.channels(checkpoint, uid, device, count)
+                    edits = await self._host.edits(domains[device.domain_id], channels)
+                else:
+                    channels = self._choose_channels(checkpoint, uid, plan, device)
+                    edits = await self._channel(device, domains[device.domain_id], channels)
                 prepared.append((attrs.evolve(device, channels=tuple(channels)), edits))
         spec = cdi.claim_spec(
             uid, [(d.device, e) for d, e in prepared], host_paths=self.facts.host_paths
@@ -437,6 +456,11 @@ class DeviceState:
         prepare next to a completed one), and a completed claim's prepare returns without
         labelling again, so its node would stay unlabelled while its workload runs."""
         held = held_domains(checkpoint)
+        if self._host is not None:  # no label; clear this node's problem on the domain
+            for domain in {d.domain_id for d in entry.devices} if entry else ():
+                if domain not in held:
+                    await self._host.released(self._cluster.domain(domain))
+            return
         if entry is None:
             await self._labeler.release_unheld(held)
             return

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from computedomain.api import names
-from computedomain.cli.doctor import daemons, podstate, reasons, workloads
+from computedomain.cli.doctor import daemons, hostmanaged, podstate, reasons, workloads
 from computedomain.cli.doctor.domainparts import DomainParts, parts_of
 from computedomain.cli.doctor.findings import Cause, Finding, Subject
 from computedomain.cli.doctor.snapshot import Index, Snapshot, items, name, namespace, ref, section
@@ -110,9 +110,14 @@ def _unique(findings: list[Finding]) -> list[Finding]:
 
 def diagnose_domain(parts: DomainParts, index: Index) -> list[Finding]:
     """The findings of one domain. Pure."""
-    found = [f for f in (_spec_problem(parts), _not_processed(parts, index)) if f is not None]
+    host_managed = hostmanaged.is_host_managed(parts)
+    checks = (_spec_problem(parts), None if host_managed else _not_processed(parts, index))
+    found = [f for f in checks if f is not None]
     found.extend(workloads.check(parts, index))
-    found.extend(daemons.check(parts, index))
+    if host_managed:
+        found.extend(hostmanaged.check(parts))
+    else:
+        found.extend(daemons.check(parts, index))
     covered = {f.node for f in found if f.node}
     found.extend(_waiting_pods(parts, index, covered))
     if not found and not parts.ready:

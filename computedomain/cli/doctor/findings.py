@@ -46,6 +46,8 @@ class Cause(enum.StrEnum):
     DAEMON_NOT_READY = "DaemonNotReady"
     # A daemon pod is Ready but its entry is missing or NotReady.
     DAEMON_NOT_REGISTERED = "DaemonNotRegistered"
+    # Host-managed IMEX: a node's host nvidia-imex does not answer READY.
+    HOST_IMEX_NOT_READY = "HostIMEXNotReady"
     # The domain is not Ready and none of the above explains it.
     NOT_READY = "NotReady"
 

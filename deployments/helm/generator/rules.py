@@ -31,6 +31,12 @@ PLUGIN_CONTAINER = f"{PLUGIN}.containers.computeDomains"
 CONTROLLER_CONTAINER = f"{CONTROLLER}.containers.computeDomain"
 HEALTHCHECK_ON = f"gt (int {PLUGIN_CONTAINER}.healthcheckPort) 0"
 CLIQUE_LABEL_ON = f"{PLUGIN_CONTAINER}.gpuCliqueLabelEnabled"
+IMEX = ".Values.resources.computeDomains.imex"
+# The validated mode (computedomain.imexMode fails the render on a bad one) and the isolation
+# as given: the programs read an empty one as domain.
+IMEX_MODE = 'include "computedomain.imexMode" . | quote'
+IMEX_ISOLATION = f'{IMEX}.isolation | default "" | quote'
+HOST_MANAGED = 'include "computedomain.hostManagedIMEX" .'
 
 
 class BaseChanged(ValueError):
@@ -161,6 +167,8 @@ def _controller(obj: Obj) -> Obj:
     _set(env, "HTTP_ENDPOINT", f"{CONTROLLER}.metrics.httpEndpoint | quote", where)
     _set(env, "METRICS_PATH", _metrics_path(CONTROLLER), where)
     _set(env, "LEADER_ELECTION_ENABLED", f"{CONTROLLER}.leaderElection.enabled | quote", where)
+    _set(env, "IMEX_MODE", IMEX_MODE, where)
+    _set(env, "IMEX_ISOLATION", IMEX_ISOLATION, where)
     election = f"{CONTROLLER}.leaderElection"
     env.append(
         Lines(
@@ -225,6 +233,9 @@ def _kubelet_plugin(obj: Obj) -> Obj:
     _set(env, "KUBELET_PLUGINS_DIRECTORY_PATH", f"{plugins} | quote", where)
     _set(env, "HEALTHCHECK_PORT", f"{PLUGIN_CONTAINER}.healthcheckPort | quote", where)
     _set(env, "GPU_CLIQUE_LABEL_ENABLED", f"{CLIQUE_LABEL_ON} | quote", where)
+    _set(env, "IMEX_MODE", IMEX_MODE, where)
+    _set(env, "IMEX_ISOLATION", IMEX_ISOLATION, where)
+    _set(env, "IMEX_HOST_SOCKET_PATH", f"{IMEX}.hostSocketPath | quote", where)
     env.append(
         Lines(
             (
@@ -275,20 +286,6 @@ def _kubelet_plugin(obj: Obj) -> Obj:
     return obj
 
 
-def _plugin_cluster_role(obj: Obj) -> Obj:
-    """Nodes ``patch`` only with the clique label (components/gpu-clique-label)."""
-    where = "kubelet plugin ClusterRole"
-    for rule in obj["rules"]:
-        if rule.get("apiGroups") == [""] and rule.get("resources") == ["nodes"]:
-            rule["verbs"] = [
-                *rule["verbs"],
-                Lines((f"{{{{- if {CLIQUE_LABEL_ON} }}}}", "- patch", "{{- end }}")),
-            ]
-            return obj
-    msg = f"{where}: no rule for nodes"
-    raise BaseChanged(msg)
-
-
 def _extra(values: str) -> tuple[str, ...]:
     return (f"{{{{- with {values} }}}}", "{{- toYaml . | nindent @N }}", "{{- end }}")
 
@@ -322,6 +319,39 @@ def _plugin_policy(obj: Obj) -> Obj:
     return obj
 
 
+def _plugin_cluster_role(obj: Obj) -> Obj:
+    """The plugin's optional rights: nodes ``patch`` only with the clique label
+    (components/gpu-clique-label), and ComputeDomains ``patch`` only with host-managed IMEX,
+    where the plugin annotates a domain with why a claim waits for the host's daemon
+    (components/host-managed-imex)."""
+    where = "kubelet plugin ClusterRole"
+    for rule in obj["rules"]:
+        if rule.get("apiGroups") == [""] and rule.get("resources") == ["nodes"]:
+            rule["verbs"] = [
+                *rule["verbs"],
+                Lines((f"{{{{- if {CLIQUE_LABEL_ON} }}}}", "- patch", "{{- end }}")),
+            ]
+            break
+    else:
+        msg = f"{where}: no rule for nodes"
+        raise BaseChanged(msg)
+    obj["rules"].append(
+        Lines(
+            (
+                f"{{{{- if {HOST_MANAGED} }}}}",
+                "- apiGroups:",
+                "    - resource.nvidia.com",
+                "  resources:",
+                "    - computedomains",
+                "  verbs:",
+                "    - patch",
+                "{{- end }}",
+            )
+        )
+    )
+    return obj
+
+
 _RULES: dict[tuple[str, str], Rule] = {
     ("Deployment", "computedomain-controller"): _controller,
     ("DaemonSet", "computedomain-kubelet-plugin"): _kubelet_plugin,
@@ -330,9 +360,17 @@ _RULES: dict[tuple[str, str], Rule] = {
     ("NetworkPolicy", "computedomain-kubelet-plugin"): _plugin_policy,
 }
 
+# With host-managed IMEX there are no daemons: neither their DeviceClass nor their identity
+# (what deployments/components/host-managed-imex deletes).
+_DAEMONS = f"not ({HOST_MANAGED})"
+
 _CONDITIONS: dict[tuple[str, str], str] = {
     ("Namespace", NAMESPACE): ".Values.namespace.create",
     ("NetworkPolicy", "computedomain-controller"): f"{CONTROLLER}.networkPolicy.enabled",
     ("NetworkPolicy", "computedomain-kubelet-plugin"): f"{PLUGIN}.networkPolicy.enabled",
     ("NetworkPolicy", "computedomain-daemons"): ".Values.daemon.networkPolicy.enabled",
+    ("DeviceClass", "compute-domain-daemon.nvidia.com"): _DAEMONS,
+    ("ServiceAccount", "compute-domain-daemon-service-account"): _DAEMONS,
+    ("ClusterRole", "compute-domain-daemon-role"): _DAEMONS,
+    ("ClusterRoleBinding", "compute-domain-daemon-role-binding"): _DAEMONS,
 }

@@ -59,6 +59,13 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
         "(default: the simulation's stand-ins, see 'computedomain sim imex-path')",
     )
     parser.add_argument(
+        "--host-imex",
+        choices=["ready", "not-ready"],
+        help="run a host nvidia-imex stand-in on every node, ready or held back (for "
+        "host-managed IMEX: install with the host-managed-imex component; a node's daemon "
+        "gets ready when its /var/lib/cd-sim/host-imex-not-ready goes)",
+    )
+    parser.add_argument(
         "--isolation",
         choices=[m.value for m in Isolation],
         help="container isolation (default: detect)",
@@ -137,6 +144,8 @@ def run_arguments(args: argparse.Namespace) -> list[str]:
         out.append(f"--imex-path={args.imex_path}")
     if args.isolation:
         out.append(f"--isolation={args.isolation}")
+    if args.host_imex:
+        out.append(f"--host-imex={args.host_imex}")
     if not args.wait_components:
         out.append("--no-wait-components")
     if not args.tls:

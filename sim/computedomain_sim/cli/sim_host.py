@@ -21,7 +21,7 @@ from computedomain.runtime import logs
 from computedomain_sim import nvmlmock
 from computedomain_sim.cli.sim_cluster import DEFAULT_STATE, add_cluster_arguments
 from computedomain_sim.cluster import hosting, report, service
-from computedomain_sim.cluster.cluster import ClusterConfig, ControlPlane
+from computedomain_sim.cluster.cluster import ClusterConfig, ControlPlane, HostImexState
 from computedomain_sim.cluster.layout import StateLayout
 from computedomain_sim.cluster.topology import Topology
 from computedomain_sim.imex import wrappers
@@ -59,6 +59,7 @@ def cluster_config(args: argparse.Namespace) -> ClusterConfig:
         manifests=args.manifests,
         imex_path=args.imex_path or str(wrappers.ensure()),
         isolation=Isolation(args.isolation) if args.isolation else None,
+        host_imex=HostImexState(args.host_imex) if args.host_imex else None,
         port=args.port,
         tls=args.tls,
         rbac_usage=args.rbac_usage,

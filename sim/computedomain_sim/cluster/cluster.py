@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import enum
 import functools
 import os
 import shutil
@@ -54,6 +55,7 @@ from computedomain_sim.controllers.resourceclaim_controller import ResourceClaim
 from computedomain_sim.controllers.statefulset_controller import StatefulSetController
 from computedomain_sim.controlplane import binaries
 from computedomain_sim.controlplane.kube import KubeControlPlane
+from computedomain_sim.imex import host as host_imex
 from computedomain_sim.kubelet import isolation
 from computedomain_sim.kubelet.ips import AddressBlock
 from computedomain_sim.kubelet.kubelet import Kubelet, KubeletSettings
@@ -71,6 +73,7 @@ __all__ = [
     "PROGRAMS",
     "ClusterConfig",
     "ControlPlane",
+    "HostImexState",
     "SimCluster",
     "image_for",
 ]
@@ -86,6 +89,13 @@ SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 LAUNCHERS = Path(__file__).resolve().parents[3] / "bin"
 
 
+class HostImexState(enum.StrEnum):
+    """How each node's host ``nvidia-imex`` stand-in starts (:mod:`computedomain_sim.imex.host`)."""
+
+    READY = "ready"
+    NOT_READY = "not-ready"
+
+
 @attrs.frozen
 class ClusterConfig:
     """What to simulate."""
@@ -95,6 +105,8 @@ class ClusterConfig:
     manifests: Path | None = DEFAULT_MANIFESTS  # a kustomization; None installs nothing
     imex_path: str | None = None  # directory of the nvidia-imex stand-ins, put first on PATH
     isolation: Isolation | None = None  # None: detect
+    # A host nvidia-imex stand-in per node (host-managed IMEX); None: none.
+    host_imex: HostImexState | None = None
     settings: KubeletSettings = attrs.field(factory=KubeletSettings)
     use_kubectl: bool | None = None  # for rendering; None: when installed
     port: int = 0  # the API server's; 0: any free port (embedded), 6443 (kube)
@@ -167,6 +179,7 @@ class SimCluster:
         self.addresses: AddressBlock | None = None
         self.isolation: Isolation = Isolation.PATHMAP
         self.kubelets: dict[str, Kubelet] = {}
+        self.host_daemons: dict[str, host_imex.HostImex] = {}
         self._tasks: list[asyncio.Task[Any]] = []
 
     @property
@@ -191,6 +204,8 @@ class SimCluster:
         self.addresses = AddressBlock.acquire()
         node_configs = topology.nodes(self.config.topology, self.addresses.node_address)
         self.layout.create([n.name for n in node_configs])
+        if self.config.host_imex is not None:
+            await self._start_host_daemons([n.name for n in node_configs])
         if self.config.control_plane is ControlPlane.KUBE:
             ca_file: Path | None = await self._start_kube()
         else:
@@ -223,6 +238,16 @@ class SimCluster:
             self._tasks.append(asyncio.create_task(kubelet.run(), name=f"kubelet-{node.name}"))
         for kubelet in self.kubelets.values():
             await _first(kubelet.wait_ready(), self._tasks)
+
+    async def _start_host_daemons(self, nodes: list[str]) -> None:
+        """Lay out each node's host IMEX files and serve its control socket."""
+        ready = self.config.host_imex is HostImexState.READY
+        for node in nodes:
+            root = self.layout.node_root(node)
+            await asyncio.to_thread(host_imex.lay_out, root, ready=ready)
+            daemon = host_imex.HostImex(root)
+            await daemon.start()
+            self.host_daemons[node] = daemon
 
     async def _start_embedded(self) -> Path | None:
         """Start the embedded API server and connect as admin; its CA file (None: HTTP)."""
@@ -371,6 +396,9 @@ class SimCluster:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks.clear()
+        while self.host_daemons:
+            _, daemon = self.host_daemons.popitem()
+            await daemon.stop()
         while self._node_apis:
             await self._node_apis.pop().close()
         if self.api is not None:
@@ -402,6 +430,7 @@ class SimCluster:
             "nodesPerRack": self.config.topology.nodes_per_rack,
             "profile": self.config.topology.profile,
             "nvmlBackend": str(self.config.topology.nvml_backend),
+            "hostImex": str(self.config.host_imex or ""),
         }
 
 

@@ -6,12 +6,14 @@ tests that render every overlay both ways and compare. Patches go through the AP
 RFC 6902 implementation (:mod:`computedomain_sim.apiserver.jsonpatch`).
 
 The subset: ``resources`` (YAML files and directories holding a kustomization), ``components``
-(``kind: Component``), ``patches`` (JSON 6902 only, inline or from a file, with a ``target``
-selecting kind/name/namespace/group/version), ``images`` (``newName``/``newTag``/``digest``) and
-``replacements`` (field paths with ``[key=value]`` list selectors). Transformers run in
-kustomize's order: patches, then images, then replacements, within each kustomization; a
-component's run on what its parent has accumulated when the component is listed. Any other field
-is refused with an error naming it, so the manifests cannot drift into what we do not render.
+(``kind: Component``), ``patches`` (inline or from a file: JSON 6902 with a ``target`` selecting
+kind/name/namespace/group/version, or a strategic-merge ``$patch: delete``, which removes the
+object it names or the objects its ``target`` selects), ``images`` (``newName``/``newTag``/
+``digest``) and ``replacements`` (field paths with ``[key=value]`` list selectors).
+Transformers run in kustomize's order: patches, then images, then replacements, within each
+kustomization; a component's run on what its parent has accumulated when the component is
+listed. Any other field is refused with an error naming it, so the manifests cannot drift into
+what we do not render.
 Output is in kustomize's "legacy" order (namespaces, CRDs, RBAC first; webhooks last).
 """
 
@@ -171,7 +173,7 @@ def _build_resources_only(path: Path, doc: Obj) -> list[Obj]:
 
 def _transform(path: Path, doc: Obj, objects: list[Obj]) -> list[Obj]:
     for number, patch in enumerate(doc.get("patches") or []):
-        objects = _apply_json6902(path, number, patch, objects)
+        objects = _apply_patch(path, number, patch, objects)
     for image in doc.get("images") or []:
         objects = [_set_image(obj, image, path) for obj in objects]
     for number, replacement in enumerate(doc.get("replacements") or []):
@@ -206,7 +208,7 @@ def _matches(obj: Obj, selector: Mapping[str, Any]) -> bool:
     return True
 
 
-def _apply_json6902(path: Path, number: int, patch: Obj, objects: list[Obj]) -> list[Obj]:
+def _apply_patch(path: Path, number: int, patch: Obj, objects: list[Obj]) -> list[Obj]:
     where = f"{path}: patches[{number}]"
     if "patch" in patch:
         text = patch["patch"]
@@ -215,9 +217,14 @@ def _apply_json6902(path: Path, number: int, patch: Obj, objects: list[Obj]) -> 
     else:
         msg = f"{where}: needs 'patch' or 'path'"
         raise KustomizeError(msg)
-    operations = yaml.safe_load(text)
-    if not isinstance(operations, list):
-        msg = f"{where}: only JSON 6902 patches (a list of operations) are supported"
+    body = yaml.safe_load(text)
+    if isinstance(body, dict) and body.get("$patch") == "delete":
+        return _apply_delete(where, body, patch.get("target"), objects)
+    if not isinstance(body, list):
+        msg = (
+            f"{where}: only JSON 6902 patches (a list of operations) and strategic-merge "
+            "'$patch: delete' patches are supported"
+        )
         raise KustomizeError(msg)
     target = patch.get("target")
     if not isinstance(target, dict):
@@ -229,7 +236,7 @@ def _apply_json6902(path: Path, number: int, patch: Obj, objects: list[Obj]) -> 
         if _matches(obj, target):
             hits += 1
             try:
-                out.append(json_patch(obj, operations))
+                out.append(json_patch(obj, body))
             except JsonPatchError as exc:
                 msg = f"{where}: operation {exc.operation}: {exc}"
                 raise KustomizeError(msg) from exc
@@ -239,6 +246,37 @@ def _apply_json6902(path: Path, number: int, patch: Obj, objects: list[Obj]) -> 
         msg = f"{where}: target {target} matches no resource"
         raise KustomizeError(msg)
     return out
+
+
+_DELETE_FIELDS = frozenset({"$patch", "apiVersion", "kind", "metadata"})
+
+
+def _apply_delete(where: str, body: Obj, target: Any, objects: list[Obj]) -> list[Obj]:
+    """Remove the objects a ``$patch: delete`` patch names: those its ``target`` selects, or
+    else the one object of its own apiVersion, kind, name and namespace (as kustomize does).
+    A delete patch with other fields would also merge them; that is not implemented."""
+    extra = sorted(set(body) - _DELETE_FIELDS)
+    meta = body.get("metadata") or {}
+    if extra or not isinstance(meta, dict) or set(meta) - {"name", "namespace"}:
+        msg = f"{where}: a '$patch: delete' patch may name the object only, found {extra or meta}"
+        raise KustomizeError(msg)
+    if target is None:
+        group, _, version = str(body.get("apiVersion", "")).rpartition("/")
+        target = {
+            "kind": re.escape(str(body.get("kind", ""))),
+            "name": re.escape(str(meta.get("name", ""))),
+            "namespace": re.escape(str(meta.get("namespace", ""))),
+            "group": re.escape(group),
+            "version": re.escape(version),
+        }
+    elif not isinstance(target, dict):
+        msg = f"{where}: 'target' must be a mapping"
+        raise KustomizeError(msg)
+    kept = [obj for obj in objects if not _matches(obj, target)]
+    if len(kept) == len(objects):
+        msg = f"{where}: the object to delete ({target}) matches no resource"
+        raise KustomizeError(msg)
+    return kept
 
 
 _IMAGE_RE = re.compile(r"^(?P<name>[^@]+?)(?::(?P<tag>[^:/@]+))?(?:@(?P<digest>.+))?$")

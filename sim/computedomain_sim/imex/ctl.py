@@ -1,7 +1,12 @@
 """Stand-in for ``nvidia-imex-ctl``: ``python -I -S <this file> -c <cfg> -q``.
 
 ``-q`` asks the local stand-in daemon, at ``IMEX_CMD_BIND_INTERFACE_IP:IMEX_CMD_PORT`` from the
-config, whether it is ready. It prints ``READY`` and exits 0 once the daemon serves its command
+config, whether it is ready. ``-q --u=<socket>`` asks the host daemon stand-in
+(:mod:`computedomain_sim.imex.host`) over its unix control socket instead, as the kubelet plugin
+does with host-managed IMEX: it prints the daemon's answer and exits 0 whatever it says (the
+caller looks for ``READY``), 1 when it cannot ask. Under the simulation's ``chroot`` stand-in
+(``SIM_CHROOT``), the socket path is resolved inside that root, as it would be in a chroot.
+With ``-c``, it prints ``READY`` and exits 0 once the daemon serves its command
 port; otherwise it prints why not and exits 1 (what ``cd-imex-daemon check`` relies on,
 docs/compatibility.md#subcommands-and-exit-codes).
 
@@ -22,7 +27,8 @@ import _socket
 import sys
 
 TIMEOUT_S = 5.0
-USAGE = "usage: nvidia-imex-ctl -c CONFIG -q"
+USAGE = "usage: nvidia-imex-ctl -c CONFIG -q | -q --u=SOCKET"
+CHROOT_ENV = "SIM_CHROOT"
 
 
 def parse_config(text: str) -> dict[str, str]:
@@ -39,7 +45,8 @@ def parse_config(text: str) -> dict[str, str]:
 
 def parse_args(argv: list[str]) -> tuple[str | None, bool]:
     """``(config path, query)`` from ``-c PATH``/``--config PATH``/``--config=PATH`` and
-    ``-q``/``--query``. Pure; raises ValueError for anything else."""
+    ``-q``/``--query``. Pure; raises ValueError for anything else (``--u`` included: see
+    :func:`socket_arg`)."""
     config: str | None = None
     query = False
     args = list(argv)
@@ -112,10 +119,63 @@ def query(host: str, port: int) -> str:
     return b"".join(chunks).decode(errors="replace")
 
 
+def socket_arg(argv: list[str]) -> tuple[str | None, list[str]]:
+    """The ``--u=SOCKET`` (or ``-u SOCKET``) of ``argv``, and the other arguments. Pure."""
+    rest: list[str] = []
+    found: str | None = None
+    args = list(argv)
+    while args:
+        arg = args.pop(0)
+        if arg.startswith("--u="):
+            found = arg.partition("=")[2]
+        elif arg in ("-u", "--u") and args:
+            found = args.pop(0)
+        else:
+            rest.append(arg)
+    return found, rest
+
+
+def query_socket(path: str) -> str:
+    """The host daemon's answer over its unix socket. Raises OSError."""
+    conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        conn.settimeout(TIMEOUT_S)
+        conn.connect(path)
+        conn.sendall(b"QUERY\n")
+        conn.shutdown(_socket.SHUT_WR)
+        chunks = []
+        while chunk := conn.recv(4096):
+            chunks.append(chunk)
+    finally:
+        conn.close()
+    return b"".join(chunks).decode(errors="replace")
+
+
+def main_host(path: str, rest: list[str], root: str) -> int:
+    """``-q --u=SOCKET``: ask the host daemon stand-in (module doc)."""
+    if rest not in (["-q"], ["--query"]):
+        print(f"nvidia-imex-ctl: --u needs -q and nothing else\n{USAGE}", file=sys.stderr)
+        return 2
+    real = root.rstrip("/") + path if root and path.startswith("/") else path
+    try:
+        answer = query_socket(real)
+    except OSError as exc:
+        print(f"cannot connect to the IMEX daemon at {path}: {exc}")
+        return 1
+    sys.stdout.write(answer)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the tool; returns the exit code (2: bad usage)."""
+    args = sys.argv[1:] if argv is None else argv
+    host_socket, rest = socket_arg(args)
+    if host_socket is not None:
+        import os  # noqa: PLC0415 - only this path needs it (start-up cost, module doc)
+
+        return main_host(host_socket, rest, os.environ.get(CHROOT_ENV, ""))
     try:
-        config_path, wanted = parse_args(sys.argv[1:] if argv is None else argv)
+        config_path, wanted = parse_args(args)
     except ValueError as exc:
         print(f"nvidia-imex-ctl: {exc}\n{USAGE}", file=sys.stderr)
         return 2

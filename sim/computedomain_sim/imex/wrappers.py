@@ -13,6 +13,11 @@ Python stand-in's file directly with ``-I -S`` (isolated, no ``site``): that sta
 only the standard library, and skipping the virtual environment's start-up and the package is
 most of its cost. ``nvidia-imex`` starts once per daemon and runs as a module of the installed
 package.
+
+The directory also holds a ``chroot`` stand-in (a real chroot needs root and a whole file
+system under the new root): ``chroot ROOT TOOL ARGS...`` runs ``ROOT/TOOL`` with
+``SIM_CHROOT=ROOT``, under which the ``nvidia-imex-ctl`` stand-in resolves its socket path.
+The kubelet plugin calls it to ask a simulated host's ``nvidia-imex`` (:mod:`.host`).
 """
 
 from __future__ import annotations
@@ -68,6 +73,15 @@ def bash_script(path: Path, bash: str) -> str:
     return f"#!{bash}\n{path.read_text()}"
 
 
+CHROOT_SCRIPT = (
+    "#!/bin/sh\n"
+    "# The simulation's chroot: run ROOT/TOOL with SIM_CHROOT=ROOT (see wrappers.py).\n"
+    'if [ $# -lt 2 ]; then echo "usage: chroot ROOT TOOL [ARGS...]" >&2; exit 125; fi\n'
+    "root=$1; tool=$2; shift 2\n"
+    'SIM_CHROOT=$root exec "$root$tool" "$@"\n'
+)
+
+
 def ensure(
     root: Path | None = None, interpreter: str | None = None, *, bash: str | None = None
 ) -> Path:
@@ -95,4 +109,7 @@ def ensure(
             text = script(module, interpreter)
         if not path.exists() or path.read_text() != text:
             atomic_write(path, text.encode(), mode=0o755)
+    chroot = directory / "chroot"
+    if not chroot.exists() or chroot.read_text() != CHROOT_SCRIPT:
+        atomic_write(chroot, CHROOT_SCRIPT.encode(), mode=0o755)
     return directory

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from computedomain.api import featuregates
+from computedomain.api import featuregates, imex
 from computedomain.controller import config
 
 REQUIRED = {
@@ -161,6 +161,48 @@ def test_bad_settings_exit_2_naming_the_setting(
     assert message in capsys.readouterr().err
 
 
+def test_imex_defaults_are_driver_managed_domain() -> None:
+    cfg = _parse()
+    assert cfg.controller.imex == imex.Settings(imex.Mode.DRIVER_MANAGED, imex.Isolation.DOMAIN)
+    assert cfg.controller.features.compute_domain_cliques
+
+
+def test_host_managed_forces_the_daemon_gates_off() -> None:
+    cfg = _parse(
+        IMEX_MODE="hostManaged",
+        IMEX_ISOLATION="",
+        FEATURE_GATES="HostManagedIMEXDaemon=true,ComputeDomainCliques=true",
+    )
+    assert cfg.controller.imex.host_managed
+    assert not cfg.controller.features.compute_domain_cliques
+    assert not cfg.controller.features.imex_daemons_with_dns_names
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        (
+            {"IMEX_MODE": "hostManaged"},
+            'imex configuration validation failed: imex.mode="hostManaged" requires the '
+            "HostManagedIMEXDaemon feature gate to be enabled",
+        ),
+        (
+            {"IMEX_ISOLATION": "channel"},
+            'imex configuration validation failed: imex.isolation="channel" is not supported',
+        ),
+        ({"IMEX_MODE": "x"}, 'imex configuration validation failed: unknown imex.mode "x"'),
+    ],
+    ids=["no-gate", "channel", "unknown"],
+)
+def test_bad_imex_settings_exit_2(
+    env: dict[str, str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as info:
+        config.load([], {**REQUIRED, **env})
+    assert info.value.code == 2
+    assert message in capsys.readouterr().err
+
+
 def test_positional_arguments_are_rejected(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as info:
         config.load(["extra"], REQUIRED)
@@ -177,6 +219,7 @@ def test_every_upstream_setting_is_declared_with_its_env_twin() -> None:
         "LEADER_ELECTION_ENABLED", "LEADER_ELECTION_LEASE_LOCK_NAMESPACE",
         "LEADER_ELECTION_LEASE_LOCK_NAME", "LEADER_ELECTION_LEASE_DURATION",
         "LEADER_ELECTION_RENEW_DEADLINE", "LEADER_ELECTION_RETRY_PERIOD", "FEATURE_GATES",
+        "IMEX_MODE", "IMEX_ISOLATION",
     ]  # fmt: skip
     for env in upstream:
         assert declared[env] == "--" + env.lower().replace("_", "-")

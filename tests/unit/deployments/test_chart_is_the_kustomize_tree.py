@@ -19,7 +19,7 @@ from computedomain_sim.cluster import kustomize
 from .chart import CHART, DEPLOYMENTS, REPO, render, without_release_labels
 
 GENERATOR = DEPLOYMENTS / "helm" / "generator"
-OVERLAYS = ["leader-election", "gpu-operator", "sim"]
+OVERLAYS = ["leader-election", "gpu-operator", "sim", "host-managed"]
 
 
 def kustomized(directory: Path) -> dict[tuple[str, str], dict[str, Any]]:

@@ -42,6 +42,14 @@ def test_helm_lint_passes_with_the_defaults_and_every_ci_values_file() -> None:
          ["/kubeletPlugin/metrics/computeDomainHttpEndpoint"]),
         ({"nvidiaDriverRoot": "run/nvidia/driver"}, ["/nvidiaDriverRoot"]),
         ({"daemon": {"env": {"A": 1}}}, ["/daemon/env/A"]),
+        ({"resources": {"computeDomains": {"imex": {"mode": "HostManaged"}}}},
+         ["/resources/computeDomains/imex/mode", "driverManaged", "hostManaged"]),
+        ({"resources": {"computeDomains": {"imex": {"isolation": "IMEXDomain"}}}},
+         ["/resources/computeDomains/imex/isolation"]),
+        ({"resources": {"computeDomains": {"imex": {"hostSocketPath": "imex_ctrl.sock"}}}},
+         ["/resources/computeDomains/imex/hostSocketPath"]),
+        ({"resources": {"computeDomains": {"enabled": True}}},
+         ["/resources/computeDomains", "enabled"]),
     ],
 )  # fmt: skip
 def test_a_bad_value_is_refused_naming_the_field(

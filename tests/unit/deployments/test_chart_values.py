@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from computedomain.api import featuregates
+from computedomain.api import featuregates, imex
 from computedomain.controller import settingvalues
 
 from .chart import CHART, Key, Obj, container, env, helm, pod, render, values_file
@@ -251,6 +251,41 @@ def check_daemon_resources(o: Objects) -> None:
     assert settingvalues.parse_resources(env(ctl(o))["CD_DAEMON_RESOURCES"]) == RESOURCES
 
 
+HOST_GATE = {"featureGates": {"HostManagedIMEXDaemon": True}}
+DAEMON_OBJECTS = [
+    ("DeviceClass", "compute-domain-daemon.nvidia.com"),
+    ("ServiceAccount", "compute-domain-daemon-service-account"),
+    ("ClusterRole", "compute-domain-daemon-role"),
+    ("ClusterRoleBinding", "compute-domain-daemon-role-binding"),
+]
+
+
+def check_host_managed(o: Objects) -> None:
+    """Both programs read hostManaged (with their own parser and gates); nothing of the
+    daemons is installed; the plugin may patch ComputeDomains."""
+    for workload in (ctl(o), plg(o)):
+        e = env(workload)
+        features = featuregates.parse(e["FEATURE_GATES"])
+        assert imex.resolve(e["IMEX_MODE"], e["IMEX_ISOLATION"], features).host_managed
+    assert [k for k in DAEMON_OBJECTS if k in o] == []
+    assert ("DeviceClass", "compute-domain-default-channel.nvidia.com") in o
+    rules = o[("ClusterRole", "computedomain-kubelet-plugin")]["rules"]
+    assert rules[-1] == {
+        "apiGroups": ["resource.nvidia.com"], "resources": ["computedomains"], "verbs": ["patch"],
+    }  # fmt: skip
+
+
+def check_empty_isolation(o: Objects) -> None:
+    for workload in (ctl(o), plg(o)):
+        assert env(workload)["IMEX_ISOLATION"] == ""
+        assert imex.parse_isolation(env(workload)["IMEX_ISOLATION"]) is imex.Isolation.DOMAIN
+
+
+def check_socket_path(o: Objects) -> None:
+    assert env(plg(o))["IMEX_HOST_SOCKET_PATH"] == "/run/imex/ctl.sock"
+    assert "IMEX_HOST_SOCKET_PATH" not in env(ctl(o))
+
+
 def merged_at(workload: Key, field: str, path: str, value: Any, *, pod_level: bool) -> Check:
     """The field holds ``value`` merged into the default at ``path``, as Helm merges maps."""
     expected = helm_merged(path, value)
@@ -282,6 +317,9 @@ CASES: dict[str, Case] = {
     "logVerbosity": case("6", check_verbosity),
     "featureGates": case(GATES, check_gates),
     "nvidiaDriverRoot": case("/run/nvidia/driver", check_driver_root),
+    "resources.computeDomains.imex.mode": case("hostManaged", check_host_managed, HOST_GATE),
+    "resources.computeDomains.imex.isolation": case("", check_empty_isolation),
+    "resources.computeDomains.imex.hostSocketPath": case("/run/imex/ctl.sock", check_socket_path),
     "nvidiaCDIHookPath": case("/opt/hook", env_var(P, "NVIDIA_CDI_HOOK_PATH", "/opt/hook")),
     "nvidiaCTKPath": case("/opt/ctk", env_var(P, "NVIDIA_CTK_PATH", "/opt/ctk")),
     "controller.replicas": case(3, lambda o: _eq(ctl(o)["spec"]["replicas"], 3)),

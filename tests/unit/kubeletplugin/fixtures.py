@@ -15,6 +15,7 @@ from computedomain.kubeletplugin import strategies
 from computedomain.kubeletplugin.cdistore import CdiStore
 from computedomain.kubeletplugin.checkpoint import FILE_NAME
 from computedomain.kubeletplugin.checkpointstore import CheckpointStore
+from computedomain.kubeletplugin.hostchannels import HostChannels
 from computedomain.kubeletplugin.ports import Waiting
 from computedomain.kubeletplugin.state import DeviceState, NodeFacts
 from computedomain.nvml import fake
@@ -175,6 +176,7 @@ def harness(
     cliques_enabled: bool = True,
     strategy_map: Mapping[str, str] | None = None,
     extra_plugins: tuple[object, ...] = (),
+    host: HostChannels | None = None,
 ) -> Harness:
     proc, cap = node_files(root)
     plugin_dir = root / "plugins" / DRIVER
@@ -205,5 +207,6 @@ def harness(
         labeler=labeler,
         strategy_for=strategies.resolve(policies.channels, strategy_map or {}),
         wall_clock=lambda: now[0],
+        host=host,
     )
     return Harness(state, cluster, labeler, root, checkpoints, cdi_store, now)

@@ -133,3 +133,45 @@ def test_endpoints_listen_on_the_pod_ip(env: dict[str, str], health: str, http: 
 def test_a_bad_pod_ip_is_named() -> None:
     with pytest.raises(ConfigError, match=r"--pod-ip/POD_IP: 'x\.y' is not an IP address"):
         config.parse([], {"NODE_NAME": "n", "POD_IP": "x.y"})
+
+
+def test_imex_defaults() -> None:
+    cfg = config.parse([], {"NODE_NAME": "n1"})
+    assert not cfg.imex.host_managed
+    assert cfg.imex_host_socket_path == "/etc/nvidia-imex/imex_ctrl.sock"
+
+
+def test_host_managed_forces_no_gate_on_the_plugin() -> None:
+    cfg = config.parse(
+        ["--imex-mode=hostManaged", "--imex-host-socket-path=/run/imex//ctl.sock"],
+        {"NODE_NAME": "n1", "FEATURE_GATES": "HostManagedIMEXDaemon=true"},
+    )
+    assert cfg.imex.host_managed
+    assert cfg.imex_host_socket_path == "/run/imex/ctl.sock"
+    assert cfg.features.compute_domain_cliques  # unlike the controller's
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        (
+            {"IMEX_MODE": "hostManaged"},
+            'IMEX_MODE: imex configuration validation failed: imex.mode="hostManaged" requires '
+            "the HostManagedIMEXDaemon feature gate to be enabled",
+        ),
+        (
+            {"IMEX_ISOLATION": "bogus"},
+            'IMEX_ISOLATION: imex configuration validation failed: unknown imex.isolation "bogus": '
+            'must be "domain" or "channel"',
+        ),
+        (
+            {"IMEX_HOST_SOCKET_PATH": "imex.sock"},
+            "--imex-host-socket-path/IMEX_HOST_SOCKET_PATH: 'imex.sock' is not an absolute path",
+        ),
+    ],
+    ids=["gate", "isolation", "relative-socket"],
+)
+def test_bad_imex_settings_are_named(env: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        config.parse([], {"NODE_NAME": "n1", **env})
+    assert str(info.value).startswith(message)

@@ -48,3 +48,34 @@ there is nothing to add.
 {{- with .Values.daemon.imexCtlBinary }}{{ $_ := set $env "IMEX_CTL_BINARY" . }}{{ end -}}
 {{- if $env }}{{ toJson $env }}{{ end -}}
 {{- end }}
+
+{{/*
+The IMEX mode the controller and the kubelet plugin run with (IMEX_MODE), after upstream's
+checks of resources.computeDomains.imex, which fail the install with upstream's messages (mode
+first, then isolation; docs/compatibility.md#host-managed-imex-daemons). A missing mode means
+driverManaged; a missing or empty isolation passes. The schema refuses a misspelt value first;
+these checks also hold where schema validation is skipped.
+*/}}
+{{- define "computedomain.imexMode" -}}
+{{- $imex := .Values.resources.computeDomains.imex -}}
+{{- $mode := $imex.mode | default "driverManaged" -}}
+{{- $isolation := $imex.isolation | default "" -}}
+{{- if eq $mode "hostManaged" -}}
+{{- if not (index .Values.featureGates "HostManagedIMEXDaemon") -}}
+{{- fail "resources.computeDomains.imex.mode=hostManaged requires featureGates.HostManagedIMEXDaemon=true" -}}
+{{- end -}}
+{{- else if ne $mode "driverManaged" -}}
+{{- fail (printf "unknown resources.computeDomains.imex.mode %q: must be \"driverManaged\" or \"hostManaged\"" $mode) -}}
+{{- end -}}
+{{- if eq $isolation "channel" -}}
+{{- fail "resources.computeDomains.imex.isolation=channel is not supported yet: per-workload IMEX channel allocation is not implemented. Use the default, \"domain\"." -}}
+{{- else if not (has $isolation (list "" "domain")) -}}
+{{- fail (printf "unknown resources.computeDomains.imex.isolation %q: must be \"domain\" or \"channel\"" $isolation) -}}
+{{- end -}}
+{{ $mode }}
+{{- end }}
+
+{{/* Whether the hosts run nvidia-imex: then no daemon DeviceClass, service account or role. */}}
+{{- define "computedomain.hostManagedIMEX" -}}
+{{- if eq (include "computedomain.imexMode" .) "hostManaged" }}true{{ end -}}
+{{- end }}

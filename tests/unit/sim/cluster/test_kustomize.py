@@ -12,7 +12,13 @@ from computedomain_sim.cluster import kustomize
 from tests import binaries
 
 DEPLOYMENTS = Path(__file__).parents[4] / "deployments"
-KUSTOMIZATIONS = ["base", "overlays/sim", "overlays/leader-election", "overlays/gpu-operator"]
+KUSTOMIZATIONS = [
+    "base",
+    "overlays/sim",
+    "overlays/leader-election",
+    "overlays/gpu-operator",
+    "overlays/host-managed",
+]
 
 
 @pytest.fixture
@@ -93,6 +99,48 @@ def test_images_patches_replacements_and_components(tmp_path: Path) -> None:
     assert kustomize.render_kubectl(tmp_path / "top") == [deploy]
 
 
+SERVICE = """\
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: ns}
+spec: {ports: [{port: 80}]}
+"""
+
+
+@pytest.mark.kubectl
+@pytest.mark.usefixtures("kubectl_on_path")
+def test_delete_patches_remove_what_they_name_or_select(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "base/kustomization.yaml": "resources: [deploy.yaml, service.yaml, other.yaml]\n",
+            "base/deploy.yaml": CM,
+            "base/service.yaml": SERVICE,
+            "base/other.yaml": SERVICE.replace("name: web", "name: other"),
+            "comp/kustomization.yaml": """\
+                apiVersion: kustomize.config.k8s.io/v1alpha1
+                kind: Component
+                patches:
+                  - patch: |-
+                      $patch: delete
+                      apiVersion: apps/v1
+                      kind: Deployment
+                      metadata: {name: web, namespace: ns}
+                  - target: {kind: Service, name: oth.*}
+                    patch: |-
+                      $patch: delete
+                      apiVersion: v1
+                      kind: Service
+                      metadata: {name: any}
+                """,
+            "top/kustomization.yaml": "resources: [../base]\ncomponents: [../comp]\n",
+        },
+    )
+    (service,) = kustomize.render_builtin(tmp_path / "top")
+    assert (service["kind"], service["metadata"]["name"]) == ("Service", "web")
+    assert kustomize.render_kubectl(tmp_path / "top") == [service]
+
+
 @pytest.mark.parametrize(
     ("kustomization", "message"),
     [
@@ -113,6 +161,17 @@ def test_images_patches_replacements_and_components(tmp_path: Path) -> None:
             r"patches\[0\]: operation 0: testing value /kind failed",
         ),
         ("resources: [.]\n", "cycle"),
+        (
+            "resources: [deploy.yaml]\npatches:\n  - patch: |-\n      $patch: delete\n"
+            "      apiVersion: apps/v1\n      kind: Deployment\n      metadata: {name: web}\n",
+            "the object to delete .* matches no resource",
+        ),
+        (
+            "resources: [deploy.yaml]\npatches:\n  - patch: |-\n      $patch: delete\n"
+            "      kind: Deployment\n      metadata: {name: web, namespace: ns}\n"
+            "      spec: {replicas: 2}\n",
+            "may name the object only",
+        ),
     ],
     ids=[
         "unsupported field",
@@ -121,6 +180,8 @@ def test_images_patches_replacements_and_components(tmp_path: Path) -> None:
         "no target",
         "failed test",
         "cycle",
+        "delete without namespace",
+        "delete with fields",
     ],
 )
 def test_refusals_name_file_and_field(tmp_path: Path, kustomization: str, message: str) -> None:

@@ -8,13 +8,20 @@ from typing import Any
 
 import pytest
 
-from computedomain.api import names
+from computedomain.api import featuregates, imex, names
 from computedomain_sim.cluster import kustomize
 
 DEPLOYMENTS = Path(__file__).parents[4] / "deployments"
 NAMESPACE = "computedomain-system"
 IMAGE = "ghcr.io/computedomain/computedomain:0.1.0"
-ALL = ["base", "overlays/sim", "overlays/leader-election", "overlays/gpu-operator"]
+ALL = [
+    "base",
+    "overlays/sim",
+    "overlays/leader-election",
+    "overlays/gpu-operator",
+    "overlays/host-managed",
+]
+HOST_MANAGED = "overlays/host-managed"
 
 
 @functools.cache
@@ -83,7 +90,9 @@ def test_every_service_account_used_or_bound_exists(directory: str) -> None:
         for s in o["subjects"]
     }
     assert used | bound <= accounts
-    assert (NAMESPACE, names.DAEMON_SERVICE_ACCOUNT) in accounts
+    # The controller renders the daemons with this account; host-managed has no daemons.
+    daemons = directory != HOST_MANAGED
+    assert ((NAMESPACE, names.DAEMON_SERVICE_ACCOUNT) in accounts) is daemons
     roles = {
         (o["kind"], o["metadata"]["name"]) for o in objects if o["kind"] in ("Role", "ClusterRole")
     }
@@ -182,3 +191,40 @@ def test_sim_overlay_binds_to_the_pod_ip_and_leaves_the_nvml_to_the_node() -> No
     plugin = find("overlays/sim", "DaemonSet", "computedomain-kubelet-plugin")
     assert "NVML_BACKEND" not in env(plugin)  # the simulated node's environment chooses it
     assert env(plugin)["ALT_PROC_DEVICES_PATH"].startswith("/var/lib/cd-sim/")
+
+
+def test_host_managed_overlay_switches_both_programs_and_drops_the_daemons() -> None:
+    for kind, name in [
+        ("Deployment", "computedomain-controller"),
+        ("DaemonSet", "computedomain-kubelet-plugin"),
+    ]:
+        values = env(find(HOST_MANAGED, kind, name))
+        features = featuregates.parse(values["FEATURE_GATES"])
+        settings = imex.resolve(values["IMEX_MODE"], values["IMEX_ISOLATION"], features)
+        assert settings.host_managed
+        assert [e["name"] for e in container(find(HOST_MANAGED, kind, name))["env"]].count(
+            "IMEX_MODE"
+        ) == 1
+    kept = {(o["kind"], o["metadata"]["name"]) for o in rendered(HOST_MANAGED)}
+    dropped = {(o["kind"], o["metadata"]["name"]) for o in rendered("base")} - kept
+    assert dropped == {
+        ("DeviceClass", names.DAEMON_DEVICE_CLASS),
+        ("ServiceAccount", names.DAEMON_SERVICE_ACCOUNT),
+        ("ClusterRole", "compute-domain-daemon-role"),
+        ("ClusterRoleBinding", "compute-domain-daemon-role-binding"),
+    }
+    role = find(HOST_MANAGED, "ClusterRole", "computedomain-kubelet-plugin")
+    assert {"apiGroups": ["resource.nvidia.com"], "resources": ["computedomains"],
+            "verbs": ["patch"]} in role["rules"]  # fmt: skip
+
+
+def test_the_base_runs_driver_managed_imex() -> None:
+    for kind, name in [
+        ("Deployment", "computedomain-controller"),
+        ("DaemonSet", "computedomain-kubelet-plugin"),
+    ]:
+        values = env(find("base", kind, name))
+        settings = imex.resolve(values["IMEX_MODE"], values["IMEX_ISOLATION"], featuregates.parse())
+        assert not settings.host_managed
+    plugin = env(find("base", "DaemonSet", "computedomain-kubelet-plugin"))
+    assert plugin["IMEX_HOST_SOCKET_PATH"] == imex.DEFAULT_HOST_SOCKET_PATH
