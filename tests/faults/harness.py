@@ -127,12 +127,16 @@ def cdi_specs(root: Path) -> dict[str, dict[str, Any]]:
 
 
 def injected(root: Path, uid: str) -> list[str]:
-    """What of claim ``uid`` is on the node: its CDI spec file, its checkpoint entry."""
+    """What of claim ``uid`` is on the node: its CDI spec file, its checkpoint entry. A
+    ``PrepareAborted`` entry is not a trace: it is the tombstone an unprepare leaves so that a
+    late prepare is refused (docs/compatibility.md#aborted-prepares-in-the-checkpoint), and it
+    holds no device."""
     traces = []
     if (root / "cdi" / names.cdi_claim_spec_file(uid)).exists():
         traces.append("CDI spec file")
-    if uid in read_checkpoint(root).claims:
-        traces.append(f"checkpoint entry ({read_checkpoint(root).claims[uid].state})")
+    entry = read_checkpoint(root).claims.get(uid)
+    if entry is not None and (entry.state is not cp.ClaimState.PREPARE_ABORTED or entry.devices):
+        traces.append(f"checkpoint entry ({entry.state})")
     return traces
 
 
