@@ -6,9 +6,12 @@ watch fan-out, from separate watcher processes (raw aiohttp streams, so that cli
 decoding does not bound the figure).
 
 Measured:
-* creates/s and gets/s of ComputeDomains through ``CustomObjectsApi`` with 1 and 8 threads,
-  with the CPU time the server and the client process spent per request (the throughput
-  on a small, shared machine is bounded by their sum);
+* creates/s, gets/s, updates/s (PUT of the whole object, an annotation changed) and patches/s
+  (a JSON merge patch of an annotation) of ComputeDomains through ``CustomObjectsApi`` with 1
+  and 8 threads, with the CPU time the server and the client process spent per request (the
+  throughput on a small, shared machine is bounded by their sum); updates and patches are the
+  ordinary writes every component makes, which field ownership (managedFields) must not make
+  slower;
 * watch fan-out: 1 writer, N watchers: events delivered per second (all watchers together),
   p50/p99 delivery latency (write request sent → event line received) and the server's CPU
   time per delivered event;
@@ -75,7 +78,7 @@ def _namespace(url: str, token: str, name: str) -> None:
 def load(
     url: str, token: str, pid: int, *, threads: int, per_thread: int, ns: str
 ) -> dict[str, float]:
-    """creates/s then gets/s with ``threads`` client threads."""
+    """creates/s, gets/s, updates/s and patches/s with ``threads`` client threads."""
     _namespace(url, token, ns)
     clients = [api(url, token) for _ in range(threads)]
     barrier = threading.Barrier(threads + 1)
@@ -87,11 +90,19 @@ def load(
             name = f"cd-{i}-{j}"
             if verb == "create":
                 co.create_namespaced_custom_object(GROUP, VERSION, ns, PLURAL, _cd(name))
-            else:
+            elif verb == "get":
                 co.get_namespaced_custom_object(GROUP, VERSION, ns, PLURAL, name)
+            elif verb == "update":
+                co.replace_namespaced_custom_object(
+                    GROUP, VERSION, ns, PLURAL, name, _cd(name, note=f"u{j}")
+                )
+            else:
+                co.patch_namespaced_custom_object(
+                    GROUP, VERSION, ns, PLURAL, name, {"metadata": {"annotations": {"p": str(j)}}}
+                )
 
     out = {}
-    for verb in ("create", "get"):
+    for verb in ("create", "get", "update", "patch"):
         ts = [threading.Thread(target=run, args=(i, verb)) for i in range(threads)]
         for t in ts:
             t.start()
