@@ -204,12 +204,48 @@ spec:
 """
 
 
-def test_helm_install_and_upgrade_wait_for_a_deployment(sim_up: SimUp, tmp_path: Path) -> None:
+CHART_OTHERS = """\
+apiVersion: v1
+kind: Service
+metadata: {name: {{ .Release.Name }}}
+spec:
+  selector: {app: {{ .Release.Name }}}
+  ports: [{port: 80, targetPort: 8080}]
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: {{ .Release.Name }}}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: {{ .Release.Name }}}
+rules:
+  - {apiGroups: [resource.nvidia.com], resources: [computedomains], verbs: [get, list, watch]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: {{ .Release.Name }}}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: {{ .Release.Name }}}
+subjects: [{kind: ServiceAccount, name: {{ .Release.Name }}, namespace: {{ .Release.Namespace }}}]
+---
+apiVersion: resource.nvidia.com/v1beta1
+kind: ComputeDomain
+metadata: {name: {{ .Release.Name }}}
+spec:
+  numNodes: 0
+  channel: {resourceClaimTemplate: {name: {{ .Release.Name }}-channel}}
+"""
+
+
+def test_helm_install_upgrade_uninstall_of_a_chart_with_a_deployment_service_rbac_and_domain(
+    sim_up: SimUp, tmp_path: Path
+) -> None:
     chart = tmp_path / "chart"
     (chart / "templates").mkdir(parents=True)
     (chart / "Chart.yaml").write_text("apiVersion: v2\nname: hello\nversion: 0.1.0\n")
     (chart / "values.yaml").write_text("message: one\n")
     (chart / "templates" / "deployment.yaml").write_text(CHART_DEPLOYMENT)
+    (chart / "templates" / "others.yaml").write_text(CHART_OTHERS)
 
     def helm(*args: str) -> str:
         result = subprocess.run(
@@ -231,6 +267,24 @@ def test_helm_install_and_upgrade_wait_for_a_deployment(sim_up: SimUp, tmp_path:
     path = "{.metadata.annotations.deployment\\.kubernetes\\.io/revision}"
     revision = kubectl(sim_up.kubeconfig, "get", "deployment", "hello", "-o", f"jsonpath={path}")
     assert _ok(revision) == "3"
+    # The chart's Service got a cluster IP, its service account may read domains and nothing
+    # more (the RBAC authorizer answers for it), and its domain was admitted.
+    ip = _ok(kubectl(sim_up.kubeconfig, "get", "service", "hello",
+                     "-o", "jsonpath={.spec.clusterIP}"))  # fmt: skip
+    assert ip.count(".") == 3
+    who = "--as=system:serviceaccount:default:hello"
+    can = kubectl(sim_up.kubeconfig, "auth", "can-i", "list", "computedomains", who)
+    assert _ok(can).strip() == "yes"
+    denied = kubectl(sim_up.kubeconfig, "auth", "can-i", "delete", "computedomains", who)
+    assert (denied.returncode, denied.stdout.strip()) == (1, "no")
+    _ok(kubectl(sim_up.kubeconfig, "get", "computedomain", "hello"))
+    helm("uninstall", "hello", "--wait", "--timeout=90s")
+    for kind in ("deployment", "service", "serviceaccount", "role", "rolebinding", "computedomain"):
+        gone = kubectl(sim_up.kubeconfig, "get", kind, "hello")
+        assert gone.returncode == 1, (kind, gone.stdout)
+        assert "NotFound" in gone.stderr, (kind, gone.stderr)
+    pods = kubectl(sim_up.kubeconfig, "get", "rs,pods", "-l", "app=hello", "-o", "name")
+    assert _ok(pods).strip() == ""
 
 
 def test_kubectl_reads_openapi_v2_in_protobuf(sim_up: SimUp, control_plane: str) -> None:
