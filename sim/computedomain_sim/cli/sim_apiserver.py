@@ -92,14 +92,15 @@ async def serve(args: argparse.Namespace) -> int:
         if args.crds:
             await server.install_crds(args.crds)
         path = server.write_kubeconfig(args.kubeconfig)  # ready before the URL line appears
-        print(server.url, flush=True)
-        print(f"kubeconfig: {path}", flush=True)
-        if faults is not None:
-            print(f"faults: {fault_spec.render(faults.spec)}", flush=True)
+        # The handlers go in before the URL line: whoever reads it may signal at once.
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
+        print(server.url, flush=True)
+        print(f"kubeconfig: {path}", flush=True)
+        if faults is not None:
+            print(f"faults: {fault_spec.render(faults.spec)}", flush=True)
         await stop.wait()
     except status.ApiStatusError as exc:
         print(f"error: {exc.message}", file=sys.stderr)

@@ -98,7 +98,8 @@ async def test_changes_inside_the_reload_window_arrive_once_after_it(
 async def test_an_own_index_change_restarts_the_child(make: Callable[..., Harness]) -> None:
     h = make()
     h.keeper.want(ImexInputs(identity=0, names=A))
-    await eventually(lambda: len(h.signals("start")) == 1)
+    # The child logs its start before the keeper's spawn returns and records its pid.
+    await eventually(lambda: len(h.signals("start")) == 1 and h.keeper.pid is not None)
     first = h.keeper.pid
     h.keeper.want(ImexInputs(identity=1, names=A))
     await eventually(lambda: h.keeper.pid not in (None, first))
@@ -110,7 +111,7 @@ async def test_an_own_index_change_restarts_the_child(make: Callable[..., Harnes
 async def test_a_killed_child_is_started_again(make: Callable[..., Harness]) -> None:
     h = make()
     h.keeper.want(ImexInputs(identity=0, names=A))
-    await eventually(lambda: len(h.signals("start")) == 1)
+    await eventually(lambda: len(h.signals("start")) == 1 and h.keeper.pid is not None)
     first = h.keeper.pid
     assert first is not None
     os.kill(first, signal.SIGKILL)
