@@ -5,8 +5,10 @@ still answers), queries, and shuts NVML down again. Fabric info is read with the
 ``nvmlDeviceGetGpuFabricInfoV`` and the v3 struct, falling back to the v2 struct when the driver
 answers ``ARGUMENT_VERSION_MISMATCH`` and to the legacy unversioned call when the versioned one
 does not exist; every struct is passed with ``byref``. The library is loaded from the
-container driver root when found there, as upstream does; otherwise pynvml's default loader
-searches the usual places. pynvml errors are
+container driver root when found there, as upstream does: it is loaded first, so that when
+pynvml asks the dynamic loader for ``libnvidia-ml.so.1`` the loader hands it the object already
+loaded under that soname (pynvml's own state is never touched); otherwise pynvml's default
+loader searches the usual places. pynvml errors are
 translated into :class:`~computedomain.nvml.types.NvmlError` here, at the boundary.
 """
 
@@ -46,10 +48,12 @@ T = TypeVar("T")
 
 
 def locate_library(driver_root: Path) -> Path | None:
-    """The first ``libnvidia-ml.so.1`` under ``driver_root``, symlinks resolved; else None."""
+    """The first ``libnvidia-ml.so.1`` under ``driver_root`` that is a regular file once
+    symlinks are resolved (a directory of that name is skipped, as upstream skips it); else
+    None."""
     for directory in LIBRARY_DIRS:
         candidate = driver_root / directory.lstrip("/") / LIBRARY
-        if candidate.exists():
+        if candidate.is_file():
             return candidate.resolve()
     return None
 
@@ -69,6 +73,7 @@ class RealNvml:
 
     def __init__(self, *, driver_root: Path | None = None) -> None:
         self.driver_root = driver_root
+        self._library: ctypes.CDLL | None = None  # keeps the preloaded library loaded
 
     def _call(self, nvml: Any, operation: str, fn: Callable[..., T], *args: Any) -> T:
         try:
@@ -76,25 +81,23 @@ class RealNvml:
         except nvml.NVMLError as exc:
             raise NvmlError(operation, int(getattr(exc, "value", NVML_ERROR_UNKNOWN))) from exc
 
-    def _preload(self, nvml: Any) -> None:
-        if self.driver_root is None or nvml.nvmlLib is not None:
+    def _preload(self) -> None:
+        """Load the driver root's library (once) before pynvml loads ``libnvidia-ml.so.1``."""
+        if self.driver_root is None or self._library is not None:
             return
         path = locate_library(self.driver_root)
         if path is None:
             return
         try:
-            library = ctypes.CDLL(str(path))
+            self._library = ctypes.CDLL(str(path))
         except OSError as exc:
             detail = f"cannot load {path}: {exc}"
             raise NvmlError("load library", NVML_ERROR_LIBRARY_NOT_FOUND, detail) from exc
-        with nvml.libLoadLock:
-            if nvml.nvmlLib is None:
-                nvml.nvmlLib = library
 
     @contextmanager
     def _session(self) -> Iterator[Any]:
+        self._preload()
         nvml = _import_pynvml()
-        self._preload(nvml)
         self._call(nvml, "nvmlInitWithFlags", nvml.nvmlInitWithFlags, nvml.NVML_INIT_FLAG_NO_GPUS)
         try:
             yield nvml

@@ -26,6 +26,17 @@ def test_locate_library(tmp_path: Path) -> None:
     assert locate_library(tmp_path) == libdir / "libnvidia-ml.so.570.158.01"
 
 
+def test_locate_library_skips_what_is_not_a_regular_file(tmp_path: Path) -> None:
+    (tmp_path / "lib64/libnvidia-ml.so.1").mkdir(parents=True)  # a directory of that name
+    (tmp_path / "usr/lib64").mkdir(parents=True)
+    (tmp_path / "usr/lib64/libnvidia-ml.so.1").symlink_to("missing.so")  # a dangling link
+    assert locate_library(tmp_path) is None
+    libdir = tmp_path / "usr/lib/x86_64-linux-gnu"
+    libdir.mkdir(parents=True)
+    (libdir / "libnvidia-ml.so.1").write_bytes(b"")
+    assert locate_library(tmp_path) == libdir / "libnvidia-ml.so.1"
+
+
 def test_unloadable_library_under_driver_root(tmp_path: Path, unloaded: None) -> None:
     (tmp_path / "lib64").mkdir()
     (tmp_path / "lib64/libnvidia-ml.so.1").write_bytes(b"not an ELF file")
