@@ -37,6 +37,7 @@ class DeleteOptions:
     orphan_dependents: bool | None = None
     uid: str | None = None
     resource_version: str | None = None
+    dry_run: tuple[str, ...] = ()  # the body's dryRun (kubectl sends it there, not in the query)
 
     @classmethod
     def from_json(cls, body: Any, query: Any) -> DeleteOptions:
@@ -79,7 +80,12 @@ class DeleteOptions:
                     )
                 ],
             )
-        return cls(grace, policy, orphan, pre.get("uid"), pre.get("resourceVersion"))
+        dry = body.get("dryRun") or ()
+        dry = [dry] if isinstance(dry, str) else dry
+        if not isinstance(dry, list | tuple) or not all(isinstance(v, str) for v in dry):
+            raise status.bad_request(f"dryRun must be a list of strings, not {dry!r}")
+        uid, version = pre.get("uid"), pre.get("resourceVersion")
+        return cls(grace, policy, orphan, uid, version, tuple(dry))
 
 
 @attrs.frozen

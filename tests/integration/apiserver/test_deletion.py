@@ -244,3 +244,18 @@ def test_crd_deletion_removes_objects_and_stops_serving(
             "resource.nvidia.com", "v1beta1", "default", "computedomains"
         )
     assert exc.value.status == 404
+
+
+def test_a_dry_run_in_the_delete_options_body_deletes_nothing(
+    api_client: client.ApiClient, namespace: str
+) -> None:
+    """kubectl delete --dry-run=server sends dryRun in the DeleteOptions body, not the query."""
+    core = client.CoreV1Api(api_client)
+    core.create_namespaced_config_map(namespace, _cm("kept"))
+    core.delete_namespaced_config_map("kept", namespace, body={"dryRun": ["All"]})
+    assert _exists(lambda: core.read_namespaced_config_map("kept", namespace))
+    core.delete_collection_namespaced_config_map(namespace, body={"dryRun": ["All"]})
+    assert _exists(lambda: core.read_namespaced_config_map("kept", namespace))
+    with pytest.raises(client.ApiException) as exc:
+        core.delete_namespaced_config_map("kept", namespace, body={"dryRun": ["Some"]})
+    assert exc.value.status == 422
