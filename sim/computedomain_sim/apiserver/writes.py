@@ -447,7 +447,7 @@ def _apply(
     """Server-side apply: create the object from the configuration, or merge it in."""
     if not manager:
         raise status.invalid_patch_options(
-            "fieldManager", "Required value: is required for apply patch"
+            "fieldManager", "Required value: is required for apply patch", "FieldValueRequired"
         )
     managedfields.check_name(manager)
     config = patching.decode_apply(body)

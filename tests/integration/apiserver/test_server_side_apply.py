@@ -170,6 +170,8 @@ def test_an_apply_without_a_manager_is_refused(api: Client, namespace: str) -> N
         'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for '
         "apply patch"
     )
+    assert resp.json()["details"]["causes"][0]["reason"] == "FieldValueRequired"
+    assert "name" not in resp.json()["details"]
 
 
 def test_a_write_that_changes_nothing_keeps_the_version(api: Client, namespace: str) -> None:

@@ -1,0 +1,38 @@
+"""Answers worded as kube-apiserver words them (the conformance corpus compares them,
+docs/conformance.md): an unknown field selector, and an access review of a
+``system:masters`` member, which carries no reason."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from kubernetes import client
+
+from computedomain_sim.apiserver import testing
+
+
+def test_an_unknown_field_selector_names_the_known_ones(
+    api_client: client.ApiClient, namespace: str
+) -> None:
+    core = client.CoreV1Api(api_client)
+    with pytest.raises(client.ApiException) as exc:
+        core.list_namespaced_config_map(namespace, field_selector="data.a=1")
+    assert exc.value.status == 400
+    assert json.loads(exc.value.body)["message"].endswith(
+        '"data.a" is not a known field selector: only "metadata.name", "metadata.namespace"'
+    )
+
+
+def test_the_admins_access_review_has_no_reason(tmp_path: Path) -> None:
+    with testing.running(tmp_path, rbac=True) as server:
+        api = server.api_client()
+        try:
+            review = client.AuthorizationV1Api(api).create_self_subject_access_review(
+                {"spec": {"resourceAttributes": {"verb": "create", "resource": "pods"}}}
+            )
+        finally:
+            api.close()
+    assert review.status.allowed is True
+    assert review.status.reason is None
