@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import crds, defaults, kindvalidation, objects, services, status
+from . import crds, defaults, kindvalidation, objects, omitempty, services, status
 from .registry import ResourceType
 from .state import ApiState
 from .validation import validate_metadata, validate_metadata_update
@@ -27,6 +27,7 @@ def mutate(
 ) -> tuple[dict[str, Any], list[str]]:
     """Defaulted and pruned object, and the paths of unknown fields that were dropped."""
     defaults.apply_defaults(rt.group, rt.kind, obj, create=create)
+    omitempty.drop_zero_values(rt.group, rt.kind, obj, builtin=not rt.custom)
     if _is_service(rt):
         services.defaults(obj)
         services.allocate(state, obj, old)
