@@ -130,7 +130,8 @@ def secret(obj: Obj, create: bool) -> None:
     obj.setdefault("type", "Opaque")
     strings = obj.pop("stringData", None)
     if isinstance(strings, dict) and strings:
-        data = obj.get("data") if isinstance(obj.get("data"), dict) else {}
+        current = obj.get("data")
+        data: dict[str, Any] = current if isinstance(current, dict) else {}
         for key, value in strings.items():
             data[key] = base64.b64encode(str(value).encode()).decode()
         obj["data"] = data
