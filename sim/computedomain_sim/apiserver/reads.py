@@ -189,10 +189,17 @@ async def list_(
             if f.labels.empty and f.fields.empty:
                 remaining = len(keys) - i
             break
-        items.append(view.render(entry.raw))
+        rendered = view.render(entry.raw)
+        items.append(rendered if rt.custom else wire.without_type_meta(rendered))
         items_last = key
     return wire.list_body(
-        rt.list_kind, rt.group_version, list_rv, items, cont=cont, remaining=remaining
+        rt.list_kind,
+        rt.group_version,
+        list_rv,
+        items,
+        cont=cont,
+        remaining=remaining,
+        custom=rt.custom,
     )
 
 

@@ -36,3 +36,14 @@ def test_the_admins_access_review_has_no_reason(tmp_path: Path) -> None:
             api.close()
     assert review.status.allowed is True
     assert review.status.reason is None
+
+
+def test_listed_built_in_items_carry_no_type_meta(
+    api_client: client.ApiClient, namespace: str
+) -> None:
+    core = client.CoreV1Api(api_client)
+    core.create_namespaced_config_map(namespace, {"metadata": {"name": "a"}})
+    raw = core.list_namespaced_config_map(namespace, _preload_content=False).data
+    (item,) = [i for i in json.loads(raw)["items"] if i["metadata"]["name"] == "a"]
+    assert "kind" not in item
+    assert "apiVersion" not in item
