@@ -182,9 +182,18 @@ def _member(value: Any, shape: Shape, *, item: bool = False, apply: bool = False
     """The set under one member: its children, marked itself for list items and (but in an
     applied configuration) for maps and non-empty lists."""
     children = of_value(value, shape, apply=apply)
-    if children and (item or (not apply and (shape.is_map() or isinstance(value, list)))):
+    if children and (item or (not apply and _container(value, shape))):
         children[SELF] = {}
     return children
+
+
+def _container(value: Any, shape: Shape) -> bool:
+    """Whether an update that sets ``value`` owns the node itself beside its children: maps
+    and lists; and a custom resource's objects, which, unlike a built-in kind's structs, do
+    not exist in the empty object an update is compared with."""
+    if isinstance(value, list) or shape.is_map():
+        return True
+    return isinstance(shape, SchemaShape) and isinstance(value, dict)
 
 
 def _granular(value: Any, shape: Shape) -> bool:
@@ -198,7 +207,7 @@ def _self_member(value: Any, shape: Shape, item: bool) -> bool:
     """Whether a value is a member itself (as :func:`_member` marks it), without walking it."""
     if item or not _granular(value, shape) or not value:
         return True
-    return isinstance(value, list) or shape.is_map()
+    return _container(value, shape)
 
 
 def changed(old: Any, new: Any, shape: Shape) -> tuple[FieldSet, FieldSet]:
