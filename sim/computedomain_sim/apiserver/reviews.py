@@ -1,6 +1,6 @@
 """Review resources that are computed, never stored: ``SelfSubjectAccessReview`` and
-``SubjectAccessReview`` (``kubectl auth can-i``) and ``SelfSubjectReview``
-(``kubectl auth whoami``).
+``SubjectAccessReview`` (``kubectl auth can-i``), ``SelfSubjectRulesReview`` (``kubectl auth
+can-i --list``) and ``SelfSubjectReview`` (``kubectl auth whoami``).
 
 Called by :mod:`.rest` for POSTs to these resources; answers with the request object plus a
 ``status`` computed by the RBAC authorizer (everything is allowed on a server without RBAC).
@@ -77,6 +77,26 @@ def _decide(state: ApiState, user: authn.UserInfo | None, spec: dict[str, Any]) 
     return out
 
 
+def _rules(state: ApiState, user: authn.UserInfo | None, spec: dict[str, Any]) -> dict[str, Any]:
+    """What ``user`` may do in ``spec.namespace`` (``kubectl auth can-i --list``)."""
+    if state.authorizer is None or user is None:
+        granted = list(rbac.EVERYTHING)
+    else:
+        granted = state.authorizer.rules_for(user, str(spec.get("namespace") or ""))
+    resource_rules, path_rules = [], []
+    for rule in granted:
+        verbs = sorted(rule.verbs)
+        if rule.non_resource_urls:
+            path_rules.append({"verbs": verbs, "nonResourceURLs": list(rule.non_resource_urls)})
+            continue
+        entry: dict[str, Any] = {"verbs": verbs, "apiGroups": sorted(rule.api_groups),
+                                 "resources": sorted(rule.resources)}  # fmt: skip
+        if rule.resource_names:
+            entry["resourceNames"] = sorted(rule.resource_names)
+        resource_rules.append(entry)
+    return {"resourceRules": resource_rules, "nonResourceRules": path_rules, "incomplete": False}
+
+
 def handle(
     state: ApiState, rt: ResourceType, user: authn.UserInfo | None, body: dict[str, Any]
 ) -> web.Response:
@@ -90,5 +110,7 @@ def handle(
     }
     if rt.kind == "SelfSubjectReview":
         return wire.json_response({**base, "status": {"userInfo": _user_json(user)}}, 201)
+    if rt.kind == "SelfSubjectRulesReview":
+        return wire.json_response({**base, "spec": spec, "status": _rules(state, user, spec)}, 201)
     who = user if rt.kind == "SelfSubjectAccessReview" else _subject(spec)
     return wire.json_response({**base, "spec": spec, "status": _decide(state, who, spec)}, 201)

@@ -47,3 +47,32 @@ def test_listed_built_in_items_carry_no_type_meta(
     (item,) = [i for i in json.loads(raw)["items"] if i["metadata"]["name"] == "a"]
     assert "kind" not in item
     assert "apiVersion" not in item
+
+
+def test_a_rules_review_lists_what_a_user_may_do_in_a_namespace(tmp_path: Path) -> None:
+    """``kubectl auth can-i --list``: the built-in roles' rules every user has, cluster-wide
+    first, then those of the namespace's bindings."""
+    with testing.running(tmp_path, rbac=True) as server:
+        api = server.api_client()
+        try:
+            rbac = client.RbacAuthorizationV1Api(api)
+            rule = {"verbs": ["get", "list"], "apiGroups": [""], "resources": ["configmaps"]}
+            rbac.create_namespaced_role("default", {"metadata": {"name": "r"}, "rules": [rule]})
+            rbac.create_namespaced_role_binding("default", {
+                "metadata": {"name": "r"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "r"},
+                "subjects": [{"kind": "User", "name": "dave"}],
+            })  # fmt: skip
+            review = client.AuthorizationV1Api(api).create_self_subject_rules_review(
+                {"spec": {"namespace": "default"}}, _request_timeout=10,
+                _headers={"Impersonate-User": "dave"},
+            )  # fmt: skip
+        finally:
+            api.close()
+    resources = [r.resources for r in review.status.resource_rules]
+    assert resources == [["selfsubjectreviews"],
+                         ["selfsubjectaccessreviews", "selfsubjectrulesreviews"],
+                         ["configmaps"]]  # fmt: skip
+    assert review.status.resource_rules[-1].verbs == ["get", "list"]
+    assert any("/healthz" in r.non_resource_urls for r in review.status.non_resource_rules)
+    assert review.status.incomplete is False
