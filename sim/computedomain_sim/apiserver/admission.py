@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import crds, defaults, kindvalidation, objects, omitempty, services, status
+from . import crds, defaults, kindvalidation, objects, omitempty, protobuf, services, status
 from .registry import ResourceType
 from .state import ApiState
 from .validation import validate_metadata, validate_metadata_update
@@ -34,7 +34,9 @@ def mutate(
     if rt.group == "apiextensions.k8s.io" and rt.kind == "CustomResourceDefinition":
         crds.prepare_crd(obj, create=create, now=objects.rfc3339(state.clock()))
     if not rt.custom:
-        return obj, []
+        if rt.group == "apiextensions.k8s.io":  # JSONSchemaProps' JSON names are not its proto's
+            return obj, []
+        return obj, protobuf.prune_unknown(rt.group_version, rt.kind, obj)
     schema = state.schemas.get((rt.group, rt.version, rt.plural))
     if schema is None:
         return obj, []

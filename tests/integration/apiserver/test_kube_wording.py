@@ -1,11 +1,13 @@
-"""Answers worded as kube-apiserver words them (the conformance corpus compares them,
-docs/conformance.md): an unknown field selector, and an access review of a
-``system:masters`` member, which carries no reason."""
+"""Answers as kube-apiserver gives them (the conformance corpus compares them,
+docs/conformance.md): its wording for an unknown field selector, an access review of a
+``system:masters`` member (no reason), rules reviews, lists of built-in kinds, unknown fields
+of built-in kinds, a Job's labels and reviews' managedFields."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kubernetes import client
@@ -76,3 +78,36 @@ def test_a_rules_review_lists_what_a_user_may_do_in_a_namespace(tmp_path: Path) 
     assert review.status.resource_rules[-1].verbs == ["get", "list"]
     assert any("/healthz" in r.non_resource_urls for r in review.status.non_resource_rules)
     assert review.status.incomplete is False
+
+
+def _post(
+    api_client: client.ApiClient, path: str, body: object, query: list[tuple[str, str]]
+) -> tuple[int, Any]:
+    """A raw POST through the client (its typed models would drop unknown fields first)."""
+    method, url, headers, data, _ = api_client.param_serialize(
+        "POST", path, query_params=query, body=body, auth_settings=["BearerToken"],
+        header_params={"Content-Type": "application/json"},
+    )  # fmt: skip
+    response = api_client.call_api(method, url, headers, data)
+    response.read()
+    return response.status, json.loads(response.data)
+
+
+def test_unknown_fields_of_a_built_in_kind_are_refused_or_dropped(
+    api_client: client.ApiClient, namespace: str
+) -> None:
+    """As kube-apiserver decodes into the Go type: Strict refuses (naming each field),
+    otherwise the fields are dropped."""
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "u", "bogus": 1},
+            "data": {"a": "b"}, "spec": {"x": 1}}  # fmt: skip
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    code, refused = _post(api_client, path, body, [("fieldValidation", "Strict")])
+    assert code == 400
+    assert refused["message"] == (
+        'ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: '
+        'unknown field "metadata.bogus", unknown field "spec"'
+    )
+    code, stored = _post(api_client, path, body, [])
+    assert code == 201
+    assert "spec" not in stored
+    assert "bogus" not in stored["metadata"]
