@@ -197,6 +197,11 @@ def job(obj: Obj, create: bool) -> None:
         for key in JOB_NAME_LABELS:
             labels[key] = meta.get("name", "")
         spec["selector"] = {"matchLabels": {JOB_UID_LABELS[0]: meta["uid"]}}
+    if create and not meta.get("labels"):
+        # kube-apiserver labels a Job without labels with its pod template's
+        template_labels = (template.get("metadata") or {}).get("labels")
+        if isinstance(template_labels, dict) and template_labels and isinstance(meta, dict):
+            meta["labels"] = dict(template_labels)
 
 
 def node(obj: Obj, create: bool) -> None:

@@ -111,3 +111,17 @@ def test_unknown_fields_of_a_built_in_kind_are_refused_or_dropped(
     assert code == 201
     assert "spec" not in stored
     assert "bogus" not in stored["metadata"]
+
+
+def test_a_job_without_labels_gets_its_templates(
+    api_client: client.ApiClient, namespace: str
+) -> None:
+    container = {"name": "c", "image": "busybox"}
+    body = {"metadata": {"name": "j"},
+            "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [container]}}}}  # fmt: skip
+    job = client.BatchV1Api(api_client).create_namespaced_job(namespace, body)
+    assert job.metadata.labels == job.spec.template.metadata.labels
+    assert job.metadata.labels["batch.kubernetes.io/job-name"] == "j"
+    labelled = {**body, "metadata": {"name": "k", "labels": {"mine": "yes"}}}
+    kept = client.BatchV1Api(api_client).create_namespaced_job(namespace, labelled)
+    assert kept.metadata.labels == {"mine": "yes"}
