@@ -117,8 +117,8 @@ def test_a_job_without_labels_gets_its_templates(
     api_client: client.ApiClient, namespace: str
 ) -> None:
     container = {"name": "c", "image": "busybox"}
-    body = {"metadata": {"name": "j"},
-            "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [container]}}}}  # fmt: skip
+    pod = {"restartPolicy": "Never", "containers": [container]}
+    body = {"metadata": {"name": "j"}, "spec": {"template": {"spec": pod}}}
     job = client.BatchV1Api(api_client).create_namespaced_job(namespace, body)
     assert job.metadata.labels == job.spec.template.metadata.labels
     assert job.metadata.labels["batch.kubernetes.io/job-name"] == "j"
