@@ -146,6 +146,11 @@ def _entry(manager: Manager, fields: FieldSet, now: datetime) -> dict[str, Any]:
     return entry
 
 
+def new_entry(manager: Manager, fields: FieldSet, now: datetime) -> dict[str, Any]:
+    """One managedFields entry (for objects answered but not stored, such as reviews)."""
+    return _entry(manager, fields, now)
+
+
 def starting_entries(old: dict[str, Any] | None, new: dict[str, Any]) -> list[dict[str, Any]]:
     """The entries a write starts from: those it sends when it sends any (``[{}]`` clears
     them), else the stored ones."""

@@ -110,7 +110,9 @@ async def handle(
     if rt.namespaced and not ns and verb in ("create", "update", "patch", "delete"):
         raise not_found_generic()
     if rt.group in reviews.REVIEW_GROUPS:
-        return reviews.handle(state, rt, request[USER], await _body_object(request, state))
+        review = await _body_object(request, state)
+        manager = managedfields.of_request(request)
+        return reviews.handle(state, rt, request[USER], review, manager)
     if verb == "create":
         obj = await _body_object(request, state)
         if view.id:

@@ -12,7 +12,7 @@ from typing import Any
 
 from aiohttp import web
 
-from . import authn, rbac, status, wire
+from . import authn, fieldsets, managedfields, rbac, status, wire
 from .registry import ResourceType
 from .state import ApiState
 
@@ -97,17 +97,34 @@ def _rules(state: ApiState, user: authn.UserInfo | None, spec: dict[str, Any]) -
     return {"resourceRules": resource_rules, "nonResourceRules": path_rules, "incomplete": False}
 
 
+def _managed(state: ApiState, rt: ResourceType, spec: dict[str, Any], manager: str) -> Any:
+    """The managedFields kube-apiserver puts on the answer, as for any create: the request's
+    manager owns the spec it sent (the attributes, pointers in the Go type, themselves too)."""
+    fields = fieldsets.of_value({"spec": spec}, fieldsets.BuiltinShape())
+    for key, sub in (fields.get("f:spec") or {}).items():
+        if key in ("f:resourceAttributes", "f:nonResourceAttributes") and sub:
+            sub[fieldsets.SELF] = {}
+    if not fields:
+        return None
+    who = managedfields.Manager(manager, managedfields.UPDATE, rt.group_version)
+    return [managedfields.new_entry(who, fields, state.clock())]
+
+
 def handle(
-    state: ApiState, rt: ResourceType, user: authn.UserInfo | None, body: dict[str, Any]
+    state: ApiState,
+    rt: ResourceType,
+    user: authn.UserInfo | None,
+    body: dict[str, Any],
+    manager: str = "",
 ) -> web.Response:
-    """The answer to a POST of a review ``body``."""
+    """The answer to a POST of a review ``body`` by ``manager`` (the request's)."""
     spec = body.get("spec") if isinstance(body.get("spec"), dict) else {}
     assert isinstance(spec, dict)
-    base = {
-        "kind": rt.kind,
-        "apiVersion": rt.group_version,
-        "metadata": {"creationTimestamp": None},
-    }
+    meta: dict[str, Any] = {"creationTimestamp": None}
+    managed = _managed(state, rt, spec, manager) if manager else None
+    if managed:
+        meta["managedFields"] = managed
+    base = {"kind": rt.kind, "apiVersion": rt.group_version, "metadata": meta}
     if rt.kind == "SelfSubjectReview":
         return wire.json_response({**base, "status": {"userInfo": _user_json(user)}}, 201)
     if rt.kind == "SelfSubjectRulesReview":

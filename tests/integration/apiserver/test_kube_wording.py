@@ -125,3 +125,15 @@ def test_a_job_without_labels_gets_its_templates(
     labelled = {**body, "metadata": {"name": "k", "labels": {"mine": "yes"}}}
     kept = client.BatchV1Api(api_client).create_namespaced_job(namespace, labelled)
     assert kept.metadata.labels == {"mine": "yes"}
+
+
+def test_an_access_review_says_who_sent_its_spec(api_client: client.ApiClient) -> None:
+    """kube-apiserver records the review's managedFields as for any create."""
+    attributes = {"verb": "get", "resource": "pods", "namespace": "default"}
+    review = client.AuthorizationV1Api(api_client).create_subject_access_review(
+        {"spec": {"user": "alice", "resourceAttributes": attributes}}
+    )
+    (entry,) = review.metadata.managed_fields
+    assert entry.operation == "Update"
+    assert entry.fields_v1 == {"f:spec": {"f:user": {}, "f:resourceAttributes": {
+        ".": {}, "f:verb": {}, "f:resource": {}, "f:namespace": {}}}}  # fmt: skip
