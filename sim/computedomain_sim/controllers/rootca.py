@@ -26,6 +26,7 @@ from .running import ControlPlaneController, run_controller
 __all__ = ["NAME", "RootCaPublisher"]
 
 NAME = "kube-root-ca.crt"
+MANAGER = "kube-controller-manager"  # whose the ConfigMap's fields are, as on a real cluster
 DESCRIPTION_KEY = "kubernetes.io/description"
 DESCRIPTION = (
     "Contains a CA bundle that can be used to verify the kube-apiserver when using internal "
@@ -93,7 +94,7 @@ class RootCaPublisher(ControlPlaneController):
         current = self.configmaps.store.get(f"{namespace}/{NAME}")
         try:
             if current is None:
-                await self.api.create(CONFIG_MAPS, self.wanted(namespace))
+                await self.api.create(CONFIG_MAPS, self.wanted(namespace), field_manager=MANAGER)
                 return
             annotations = current["metadata"].get("annotations") or {}
             if current.get("data") == {"ca.crt": self.ca_pem} and (
@@ -105,6 +106,6 @@ class RootCaPublisher(ControlPlaneController):
                 **current["metadata"],
                 "annotations": {**annotations, DESCRIPTION_KEY: DESCRIPTION},
             }
-            await self.api.update(CONFIG_MAPS, body)
+            await self.api.update(CONFIG_MAPS, body, field_manager=MANAGER)
         except (errors.AlreadyExists, errors.NotFound, errors.Forbidden):
             return  # made meanwhile (its event comes), or the namespace is gone or terminating

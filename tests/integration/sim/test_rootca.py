@@ -36,6 +36,8 @@ async def test_every_namespace_keeps_its_root_ca_configmap() -> None:
         try:
             first = await eventually(lambda: published(api, "default"), what="default's CA")
             assert first["metadata"]["annotations"] == {"kubernetes.io/description": DESCRIPTION}
+            managers = {e["manager"] for e in first["metadata"]["managedFields"]}
+            assert managers == {"kube-controller-manager"}
 
             await api.create(NAMESPACES, {"metadata": {"name": "late"}})
             await eventually(lambda: published(api, "late"), what="the new namespace's CA")
