@@ -39,8 +39,9 @@ __all__ = ["CONTROLLERS", "KubeControlPlane"]
 # ReplicaSets, Jobs, owner-reference garbage collection, namespace deletion, ResourceClaims from
 # templates, service accounts (each namespace's "default") and their token Secrets, each
 # namespace's kube-root-ca.crt (as on any cluster; the embedded control plane publishes it too),
-# pod GC, and node lifecycle: the API server taints every new Node not-ready, and only that controller lifts
-# the taint once the node reports Ready (it does not evict: that is taint-eviction-controller).
+# pod GC, and node lifecycle: the API server taints every new Node not-ready, and only that
+# controller lifts the taint once the node reports Ready (it does not evict: that is
+# taint-eviction-controller).
 CONTROLLERS = (
     "node-lifecycle-controller",
     "daemonset-controller",
