@@ -11,7 +11,7 @@ PLUGIN_PACKAGES := $(filter-out %.egg-info,$(wildcard plugins/*/computedomain_*)
 PLUGIN_TESTS := $(wildcard plugins/*/tests)
 PYTEST_ARGS ?=
 
-.PHONY: all venv system-deps image-deps image test-image bytecode nvml-mock demo test scenarios lint typecheck unit proto docs chart bench faults clean kube-bins test-kube
+.PHONY: all venv system-deps image-deps image test-image bytecode nvml-mock demo test scenarios lint typecheck unit proto docs chart bench faults clean kube-bins test-kube conformance-record
 
 all: test
 
@@ -168,9 +168,17 @@ kube-bins:
 # only here: the embedded server does not enforce ValidatingAdmissionPolicies.
 KUBE_SCENARIOS := $(addprefix tests/e2e/test_,$(addsuffix .py,smoke channels teardown \
 	two_domains failover restarts numnodes labelled_node host_imex_conflict workloads \
-	slice_policy helm_lifecycle))
+	slice_policy helm_lifecycle)) tests/conformance
 test-kube: bytecode kube-bins
 	$(VENV)/bin/pytest -n 2 --dist loadgroup --control-plane=kube $(KUBE_SCENARIOS) $(PYTEST_ARGS)
+
+# The conformance corpus's golden results (tests/conformance/golden.json): what kube-apiserver
+# answers to each case, recorded on the real control plane; then docs/conformance.md from them.
+# `make test` compares the embedded API server's answers with them (docs/conformance.md).
+conformance-record: bytecode kube-bins
+	$(VENV)/bin/pytest --control-plane=kube --conformance-record \
+	  tests/conformance/test_corpus.py -k test_case $(PYTEST_ARGS)
+	$(PY) -m tests.conformance.table
 
 clean:
 	rm -rf $(VENV) .sim .pytest_cache .mypy_cache .ruff_cache
