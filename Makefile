@@ -11,7 +11,7 @@ PLUGIN_PACKAGES := $(filter-out %.egg-info,$(wildcard plugins/*/computedomain_*)
 PLUGIN_TESTS := $(wildcard plugins/*/tests)
 PYTEST_ARGS ?=
 
-.PHONY: all venv system-deps image-deps image test-image bytecode nvml-mock demo test scenarios lint typecheck unit proto docs chart bench faults clean kube-bins test-kube
+.PHONY: all venv system-deps image-deps image test-image bytecode nvml-mock demo test scenarios lint typecheck unit proto docs chart bench faults clean kube-bins test-kube conformance-record
 
 all: test
 
@@ -162,7 +162,8 @@ faults: bytecode
 kube-bins:
 	@sim/controlplane/build.sh
 
-# The end-to-end scenarios that run on the real control plane too, run on it (built first);
+# The end-to-end scenarios and the conformance corpus's kube half (kube-apiserver still gives
+# the recorded golden answers) run on the real control plane too (built first);
 # where a scenario checks RBAC (IP mode, least privilege), kube-apiserver's audit log gives the
 # real authorizer's decisions. Then, whether or not they passed (both must), the short cluster
 # fault run on its own (one seed: process kills, node reboots, full disks; the same invariants).
@@ -172,13 +173,21 @@ kube-bins:
 # runs only here: the embedded server does not enforce ValidatingAdmissionPolicies.
 KUBE_SCENARIOS := $(addprefix tests/e2e/test_,$(addsuffix .py,smoke channels teardown \
 	two_domains failover restarts numnodes labelled_node host_imex_conflict workloads \
-	slice_policy helm_lifecycle ip_mode leader_election least_privilege))
+	slice_policy helm_lifecycle ip_mode leader_election least_privilege)) tests/conformance
 KUBE_FAULTS := tests/faults/test_cluster_faults.py
 test-kube: bytecode kube-bins
 	@$(VENV)/bin/pytest -n 2 --dist loadgroup --control-plane=kube $(KUBE_SCENARIOS) \
 	  $(PYTEST_ARGS); scenarios=$$?; \
 	$(VENV)/bin/pytest --control-plane=kube $(KUBE_FAULTS) $(PYTEST_ARGS); faults=$$?; \
 	test $$scenarios -eq 0 && test $$faults -eq 0
+
+# The conformance corpus's golden results (tests/conformance/golden.json): what kube-apiserver
+# answers to each case, recorded on the real control plane; then docs/conformance.md from them.
+# `make test` compares the embedded API server's answers with them (docs/conformance.md).
+conformance-record: bytecode kube-bins
+	$(VENV)/bin/pytest --control-plane=kube --conformance-record \
+	  tests/conformance/test_corpus.py -k test_case $(PYTEST_ARGS)
+	$(PY) -m tests.conformance.table
 
 clean:
 	rm -rf $(VENV) .sim .pytest_cache .mypy_cache .ruff_cache

@@ -26,6 +26,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "cluster fault runs: the embedded one, or the real one of `make kube-bins` (what "
         "`make test-kube` runs)",
     )
+    parser.addoption(
+        "--conformance-record",
+        action="store_true",
+        help="with --control-plane=kube: write what kube-apiserver answers to each case of "
+        "tests/conformance into its golden.json instead of comparing (`make conformance-record`)",
+    )
 
 
 @pytest.fixture(scope="session")

@@ -258,7 +258,9 @@ def test_server_side_apply_creates_then_conflicts(kubectl: Kubectl) -> None:
         "get", "configmap", "ssa", "--show-managed-fields",
         "-o", "jsonpath={.metadata.managedFields[*].manager}",
     ).stdout.split()  # fmt: skip
-    assert sorted(managers) == ["kubectl", "other"]
+    # kubectl applied only data.size, which other took by force: kube-apiserver drops a
+    # manager left with nothing, and so do we (docs/conformance.md)
+    assert managers == ["other"]
 
 
 def test_create_service_and_job_as_protobuf(kubectl: Kubectl) -> None:

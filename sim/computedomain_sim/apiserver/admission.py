@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import crds, defaults, kindvalidation, objects, services, status
+from . import crds, defaults, kindvalidation, objects, omitempty, protobuf, services, status
 from .registry import ResourceType
 from .state import ApiState
 from .validation import validate_metadata, validate_metadata_update
@@ -27,13 +27,16 @@ def mutate(
 ) -> tuple[dict[str, Any], list[str]]:
     """Defaulted and pruned object, and the paths of unknown fields that were dropped."""
     defaults.apply_defaults(rt.group, rt.kind, obj, create=create)
+    omitempty.drop_zero_values(rt.group, rt.kind, obj, builtin=not rt.custom)
     if _is_service(rt):
         services.defaults(obj)
         services.allocate(state, obj, old)
     if rt.group == "apiextensions.k8s.io" and rt.kind == "CustomResourceDefinition":
         crds.prepare_crd(obj, create=create, now=objects.rfc3339(state.clock()))
     if not rt.custom:
-        return obj, []
+        if rt.group == "apiextensions.k8s.io":  # JSONSchemaProps' JSON names are not its proto's
+            return obj, []
+        return obj, protobuf.prune_unknown(rt.group_version, rt.kind, obj)
     schema = state.schemas.get((rt.group, rt.version, rt.plural))
     if schema is None:
         return obj, []

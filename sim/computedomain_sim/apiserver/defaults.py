@@ -8,6 +8,7 @@ idempotent. Only the fields our components, the typed client and kubectl rely on
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable
 from typing import Any
 
@@ -30,8 +31,9 @@ def _container(c: Any) -> None:
             port.setdefault("protocol", "TCP")
 
 
-def pod_spec(spec: Any) -> None:
-    """Default a PodSpec (also used inside DaemonSet/Deployment templates)."""
+def pod_spec(spec: Any, *, template: bool = False) -> None:
+    """Default a PodSpec (also used inside DaemonSet/Deployment templates, which
+    kube-apiserver leaves without ``enableServiceLinks``)."""
     if not isinstance(spec, dict):
         return
     spec.setdefault("restartPolicy", "Always")
@@ -39,7 +41,8 @@ def pod_spec(spec: Any) -> None:
     spec.setdefault("dnsPolicy", "ClusterFirst")
     spec.setdefault("securityContext", {})
     spec.setdefault("schedulerName", "default-scheduler")
-    spec.setdefault("enableServiceLinks", True)
+    if not template:
+        spec.setdefault("enableServiceLinks", True)
     for key in ("containers", "initContainers"):
         for c in spec.get(key) or ():
             _container(c)
@@ -50,7 +53,7 @@ def pod_spec(spec: Any) -> None:
 def _template(obj: Obj) -> None:
     tpl = (obj.get("spec") or {}).get("template")
     if isinstance(tpl, dict):
-        pod_spec(tpl.get("spec"))
+        pod_spec(tpl.get("spec"), template=True)
 
 
 def pod(obj: Obj, create: bool) -> None:
@@ -132,7 +135,15 @@ def namespace(obj: Obj, create: bool) -> None:
 
 
 def secret(obj: Obj, create: bool) -> None:
+    """``stringData`` is write-only: merged into ``data`` (base64), as kube-apiserver does."""
     obj.setdefault("type", "Opaque")
+    strings = obj.pop("stringData", None)
+    if isinstance(strings, dict) and strings:
+        current = obj.get("data")
+        data: dict[str, Any] = current if isinstance(current, dict) else {}
+        for key, value in strings.items():
+            data[key] = base64.b64encode(str(value).encode()).decode()
+        obj["data"] = data
 
 
 def crd(obj: Obj, create: bool) -> None:
@@ -181,7 +192,7 @@ def job(obj: Obj, create: bool) -> None:
     template = spec.setdefault("template", {})
     if not isinstance(template, dict):
         return
-    pod_spec(template.get("spec"))
+    pod_spec(template.get("spec"), template=True)
     meta = obj.get("metadata") or {}
     if create and not spec.get("manualSelector") and meta.get("uid"):
         template_meta = template.get("metadata")
@@ -195,6 +206,11 @@ def job(obj: Obj, create: bool) -> None:
         for key in JOB_NAME_LABELS:
             labels[key] = meta.get("name", "")
         spec["selector"] = {"matchLabels": {JOB_UID_LABELS[0]: meta["uid"]}}
+    if create and not meta.get("labels"):
+        # kube-apiserver labels a Job without labels with its pod template's
+        template_labels = (template.get("metadata") or {}).get("labels")
+        if isinstance(template_labels, dict) and template_labels and isinstance(meta, dict):
+            meta["labels"] = dict(template_labels)
 
 
 def node(obj: Obj, create: bool) -> None:

@@ -37,6 +37,7 @@ class DeleteOptions:
     orphan_dependents: bool | None = None
     uid: str | None = None
     resource_version: str | None = None
+    dry_run: tuple[str, ...] = ()  # the body's dryRun (kubectl sends it there, not in the query)
 
     @classmethod
     def from_json(cls, body: Any, query: Any) -> DeleteOptions:
@@ -79,7 +80,12 @@ class DeleteOptions:
                     )
                 ],
             )
-        return cls(grace, policy, orphan, pre.get("uid"), pre.get("resourceVersion"))
+        dry = body.get("dryRun") or ()
+        dry = [dry] if isinstance(dry, str) else dry
+        if not isinstance(dry, list | tuple) or not all(isinstance(v, str) for v in dry):
+            raise status.bad_request(f"dryRun must be a list of strings, not {dry!r}")
+        uid, version = pre.get("uid"), pre.get("resourceVersion")
+        return cls(grace, policy, orphan, uid, version, tuple(dry))
 
 
 @attrs.frozen
@@ -110,22 +116,21 @@ def _grace(rt: ResourceType, obj: dict[str, Any], opts: DeleteOptions) -> int:
 
 
 def _check_preconditions(rt: ResourceType, entry: Entry, opts: DeleteOptions) -> None:
-    name = entry.name
+    """kube-apiserver's 409 for a failed precondition, naming the object by kind."""
+    what, have = "", ""
     if opts.uid and opts.uid != entry.uid:
+        what, have, want = "UID", entry.uid, opts.uid
+        why = "The object might have been deleted and then recreated"
+    elif opts.resource_version and opts.resource_version != str(entry.rv):
+        what, have, want = "ResourceVersion", str(entry.rv), opts.resource_version
+        why = "The object might have been modified"
+    if what:
         raise status.conflict(
-            rt.plural,
+            rt.kind,
             rt.group,
-            name,
-            f"Precondition failed: UID in precondition: {opts.uid}, UID in object meta: "
-            f"{entry.uid}",
-        )
-    if opts.resource_version and opts.resource_version != str(entry.rv):
-        raise status.conflict(
-            rt.plural,
-            rt.group,
-            name,
-            "Precondition failed: ResourceVersion in precondition: "
-            f"{opts.resource_version}, ResourceVersion in object meta: {entry.rv}",
+            entry.name,
+            f"the {what} in the precondition ({want}) does not match the {what} in record "
+            f"({have}). {why}",
         )
 
 
@@ -232,7 +237,7 @@ def success_status(rt: ResourceType, entry: Entry) -> dict[str, Any]:
         "status": "Success",
         "details": {
             "name": entry.name,
-            "group": rt.group,
+            **({"group": rt.group} if rt.group else {}),
             "kind": rt.plural,
             "uid": entry.uid,
         },

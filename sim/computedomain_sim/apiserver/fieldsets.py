@@ -126,6 +126,21 @@ def atomic_map(shape: Shape) -> bool:
     )
 
 
+def atomic(value: Any, shape: Shape) -> bool:
+    """Whether ``value`` is owned whole: an atomic map of a schema, or a built-in
+    LabelSelector (``selector: {matchLabels, matchExpressions}``, an atomic struct in
+    Kubernetes' types; a Service's ``selector`` is a plain map)."""
+    if atomic_map(shape):
+        return True
+    return (
+        isinstance(shape, BuiltinShape)
+        and shape.name == "selector"
+        and isinstance(value, dict)
+        and bool(value)
+        and set(value) <= {"matchLabels", "matchExpressions"}
+    )
+
+
 def item_key(value: Any, keys: tuple[str, ...], field: str = "") -> str:
     """The ``k:``/``v:`` element of one list item."""
     if not keys:
@@ -145,34 +160,46 @@ def _field_name(shape: Shape) -> str:
     return shape.name if isinstance(shape, BuiltinShape) else ""
 
 
-def of_value(value: Any, shape: Shape) -> FieldSet:
-    """Every member path of ``value``'s children (``value`` itself is not included)."""
+def of_value(value: Any, shape: Shape, *, apply: bool = False) -> FieldSet:
+    """Every member path of ``value``'s children (``value`` itself is not included). An
+    applied configuration (``apply``) owns its leaves and list items, not the maps and lists
+    holding them, as kube-apiserver records an Apply."""
     out: FieldSet = {}
-    if isinstance(value, dict) and not atomic_map(shape):
+    if isinstance(value, dict) and not atomic(value, shape):
         for name, sub in value.items():
-            out["f:" + name] = _member(sub, shape.child(name))
+            out["f:" + name] = _member(sub, shape.child(name), apply=apply)
     elif isinstance(value, list):
         keys = shape.list_keys()
         if keys is not None:
             item = shape.item()
             for sub in value:
-                out[item_key(sub, keys, _field_name(shape))] = _member(sub, item, item=True)
+                key = item_key(sub, keys, _field_name(shape))
+                out[key] = _member(sub, item, item=True, apply=apply)
     return out
 
 
-def _member(value: Any, shape: Shape, *, item: bool = False) -> FieldSet:
-    """The set under one member: its children, marked itself for maps, non-empty lists and
-    list items."""
-    children = of_value(value, shape)
-    if children and (item or shape.is_map() or isinstance(value, list)):
+def _member(value: Any, shape: Shape, *, item: bool = False, apply: bool = False) -> FieldSet:
+    """The set under one member: its children, marked itself for list items and (but in an
+    applied configuration) for maps and non-empty lists."""
+    children = of_value(value, shape, apply=apply)
+    if children and (item or (not apply and _container(value, shape))):
         children[SELF] = {}
     return children
+
+
+def _container(value: Any, shape: Shape) -> bool:
+    """Whether an update that sets ``value`` owns the node itself beside its children: maps
+    and lists; and a custom resource's objects, which, unlike a built-in kind's structs, do
+    not exist in the empty object an update is compared with."""
+    if isinstance(value, list) or shape.is_map():
+        return True
+    return isinstance(shape, SchemaShape) and isinstance(value, dict)
 
 
 def _granular(value: Any, shape: Shape) -> bool:
     """Whether ``value`` has members of its own (a non-atomic object, a keyed or set list)."""
     if isinstance(value, dict):
-        return not atomic_map(shape)
+        return not atomic(value, shape)
     return isinstance(value, list) and shape.list_keys() is not None
 
 
@@ -180,7 +207,7 @@ def _self_member(value: Any, shape: Shape, item: bool) -> bool:
     """Whether a value is a member itself (as :func:`_member` marks it), without walking it."""
     if item or not _granular(value, shape) or not value:
         return True
-    return isinstance(value, list) or shape.is_map()
+    return _container(value, shape)
 
 
 def changed(old: Any, new: Any, shape: Shape) -> tuple[FieldSet, FieldSet]:
@@ -223,7 +250,7 @@ def changed(old: Any, new: Any, shape: Shape) -> tuple[FieldSet, FieldSet]:
 
 
 def _children(value: Any, shape: Shape) -> dict[str, tuple[Any, Shape]]:
-    if isinstance(value, dict) and not atomic_map(shape):
+    if isinstance(value, dict) and not atomic(value, shape):
         return {"f:" + name: (sub, shape.child(name)) for name, sub in value.items()}
     if isinstance(value, list):
         keys = shape.list_keys()

@@ -108,6 +108,8 @@ BUILTINS: tuple[ResourceType, ...] = (
       verbs=("create",)),
     R("authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview", False,
       verbs=("create",)),
+    R("authorization.k8s.io", "v1", "selfsubjectrulesreviews", "SelfSubjectRulesReview", False,
+      verbs=("create",)),
     R("authentication.k8s.io", "v1", "selfsubjectreviews", "SelfSubjectReview", False,
       verbs=("create",)),
     # networking.k8s.io/v1 (stored, not enforced)

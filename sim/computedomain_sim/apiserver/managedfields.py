@@ -146,6 +146,11 @@ def _entry(manager: Manager, fields: FieldSet, now: datetime) -> dict[str, Any]:
     return entry
 
 
+def new_entry(manager: Manager, fields: FieldSet, now: datetime) -> dict[str, Any]:
+    """One managedFields entry (for objects answered but not stored, such as reviews)."""
+    return _entry(manager, fields, now)
+
+
 def starting_entries(old: dict[str, Any] | None, new: dict[str, Any]) -> list[dict[str, Any]]:
     """The entries a write starts from: those it sends when it sends any (``[{}]`` clears
     them), else the stored ones."""
@@ -167,7 +172,8 @@ def record_update(
     entries = starting_entries(old, new)
     removed: FieldSet = {}
     if old is None:
-        added = fieldsets.of_value(_tracked(rt, new, manager.subresource), shape)
+        tracked = _tracked(rt, new, manager.subresource)
+        added = fieldsets.of_value(tracked, shape, apply=manager.operation == APPLY)
     else:
         added, removed = fieldsets.changed(
             _tracked(rt, old, manager.subresource), _tracked(rt, new, manager.subresource), shape
@@ -269,7 +275,7 @@ def apply(
     """The object after ``manager`` applies ``config`` to ``live`` (with its managedFields).
     Raises the 409 of :func:`conflict_error` unless ``force``."""
     shape = shape_of(state, rt)
-    applied = fieldsets.of_value(_tracked(rt, config, manager.subresource), shape)
+    applied = fieldsets.of_value(_tracked(rt, config, manager.subresource), shape, apply=True)
     entries = [jsoncodec.copy(e) for e in _entries(live)]
     conflicts: Conflicts = []
     for entry in entries:
@@ -323,7 +329,7 @@ def _both_granular(a: Any, b: Any) -> bool:
 def _merge(live: Any, config: Any, shape: Shape) -> Any:
     """``config`` merged into ``live``: objects by field, keyed and set lists by item, the
     rest replaced."""
-    if isinstance(live, dict) and isinstance(config, dict) and not fieldsets.atomic_map(shape):
+    if isinstance(live, dict) and isinstance(config, dict) and not fieldsets.atomic(config, shape):
         for name, value in config.items():
             live[name] = _merge(live.get(name), value, shape.child(name)) if name in live else value
         return live

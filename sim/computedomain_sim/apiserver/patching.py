@@ -74,7 +74,10 @@ def apply_patch(rt: ResourceType, content_type: str, old: dict[str, Any], body: 
         try:
             return json_patch(old, ops)
         except JsonPatchError as exc:
-            raise status.ApiStatusError(422, "Invalid", str(exc)) from None
+            message = str(exc)
+            if message.startswith("testing value"):  # kube-apiserver says only this
+                message = "the server rejected our request due to an error in our request"
+            raise status.ApiStatusError(422, "Invalid", message) from None
     if media == STRATEGIC and not rt.custom:
         patch = _decode(body)
         if not isinstance(patch, dict):

@@ -152,3 +152,89 @@ def decode(body: bytes) -> dict[str, Any]:
     obj["apiVersion"] = api_version
     obj["kind"] = kind
     return dict(obj)
+
+
+# Messages whose JSON form is not an object of their proto fields (see :func:`_special`).
+_OPAQUE: Final = frozenset({
+    f"{_META}.Time", f"{_META}.MicroTime", f"{_META}.Duration", f"{_META}.FieldsV1",
+    "k8s.io.apimachinery.pkg.util.intstr.IntOrString",
+    "k8s.io.apimachinery.pkg.api.resource.Quantity",
+    "k8s.io.apimachinery.pkg.runtime.RawExtension",
+})  # fmt: skip
+
+
+def prune_unknown(api_version: str, kind: str, obj: dict[str, Any]) -> list[str]:
+    """Remove the fields of a built-in object its Go type does not have, as kube-apiserver's
+    decoding drops them, and return their paths (``spec.containers[0].bogus``) for
+    ``fieldValidation``. Kinds without descriptors (or with none built) are left alone."""
+    try:
+        descriptor = protodescriptors.load().FindMessageTypeByName(_message_name(api_version, kind))
+    except (KeyError, protodescriptors.DescriptorsMissing):
+        return []
+    unknown: list[str] = []
+    for key in list(obj):
+        if key in ("apiVersion", "kind"):
+            continue
+        _prune(descriptor, obj, key, key, unknown)
+    return unknown
+
+
+# Fields whose Go struct is inlined in JSON (``json:",inline"``): their fields sit beside
+# their parent's, e.g. a Probe's ``exec`` (ProbeHandler). Besides these, a field named after
+# its own type (``volumeSource``, ``deviceConfiguration`` ...) is taken as possibly inline: at
+# worst an unknown field under it is kept, never a known one dropped.
+_INLINE: Final = frozenset({"handler", "rule"})
+
+
+def _field(descriptor: Descriptor, key: str) -> FieldDescriptor | None:
+    """The field ``key`` names in JSON: by name, or case apart (a few proto fields are
+    capitalised, e.g. a ValidatingAdmissionPolicy variable's ``Name``), or in an inlined
+    struct."""
+    field = descriptor.fields_by_name.get(key)
+    if field is not None:
+        return field
+    lowered = key.lower()
+    for candidate in descriptor.fields:
+        if candidate.name.lower() == lowered:
+            return candidate
+    for candidate in descriptor.fields:
+        inner = candidate.message_type
+        if inner is None or candidate.is_repeated:
+            continue
+        if candidate.name in _INLINE or candidate.name.lower() == inner.name.lower():
+            found = _field(inner, key)
+            if found is not None:
+                return found
+    return None
+
+
+def _prune(
+    descriptor: Descriptor, holder: dict[str, Any], key: str, path: str, out: list[str]
+) -> None:
+    field = _field(descriptor, key)
+    if field is None:
+        out.append(path)
+        del holder[key]
+        return
+    value = holder[key]
+    message = field.message_type
+    if message is None or message.full_name in _OPAQUE:
+        return
+    if message.GetOptions().map_entry:
+        inner = message.fields_by_name["value"].message_type
+        if inner is not None and inner.full_name not in _OPAQUE and isinstance(value, dict):
+            for name, item in value.items():
+                if isinstance(item, dict):
+                    _prune_object(inner, item, f"{path}.{name}", out)
+        return
+    if field.is_repeated and isinstance(value, list):
+        for index, item in enumerate(value):
+            if isinstance(item, dict):
+                _prune_object(message, item, f"{path}[{index}]", out)
+    elif isinstance(value, dict):
+        _prune_object(message, value, path, out)
+
+
+def _prune_object(descriptor: Descriptor, obj: dict[str, Any], path: str, out: list[str]) -> None:
+    for key in list(obj):
+        _prune(descriptor, obj, key, f"{path}.{key}", out)

@@ -29,6 +29,11 @@ RBAC_GROUP: Final = "rbac.authorization.k8s.io"
 MASTERS: Final = "system:masters"
 Lister = Callable[[str, str], Iterable[dict[str, Any]]]
 _Subject = tuple[str, str]  # ("User", name) or ("Group", name)
+# What a member of system:masters (or anyone, on a server without RBAC) may do.
+EVERYTHING: Final = (
+    Rule.from_json({"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}),
+    Rule.from_json({"verbs": ["*"], "nonResourceURLs": ["*"]}),
+)
 RuleKey = tuple[str, int]  # ("ClusterRole/<name>" or "Role/<ns>/<name>", rule index)
 
 
@@ -265,6 +270,16 @@ class RBACAuthorizer:
         if attrs.name:
             return f'{qualified} "{attrs.name}" is forbidden: {text}'
         return f"{qualified} is forbidden: {text}"
+
+    def rules_for(self, user: UserInfo, namespace: str) -> list[Rule]:
+        """The rules granted to ``user`` cluster-wide and in ``namespace``, cluster-wide ones
+        first (a SelfSubjectRulesReview's answer). ``system:masters`` gets everything."""
+        if MASTERS in user.groups:
+            return list(EVERYTHING)
+        policy = self._current()
+        subjects: list[_Subject] = [("User", user.name), *(("Group", g) for g in user.groups)]
+        scopes = [policy.cluster, policy.namespaced.get(namespace, {})]
+        return [g.rule for scope in scopes for s in subjects for g in scope.get(s, ())]
 
     def used_rules(self) -> dict[RuleKey, int]:
         """How often each (role, rule index) granted a request since start (built-ins included)."""

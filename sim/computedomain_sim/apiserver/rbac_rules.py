@@ -152,15 +152,15 @@ BUILTIN_CLUSTER_ROLES: Final[dict[str, tuple[tuple[str, ...], tuple[Rule, ...]]]
             Rule.from_json(
                 {
                     "verbs": ["create"],
-                    "apiGroups": ["authorization.k8s.io"],
-                    "resources": ["selfsubjectaccessreviews", "selfsubjectrulesreviews"],
+                    "apiGroups": ["authentication.k8s.io"],
+                    "resources": ["selfsubjectreviews"],
                 }
             ),
             Rule.from_json(
                 {
                     "verbs": ["create"],
-                    "apiGroups": ["authentication.k8s.io"],
-                    "resources": ["selfsubjectreviews"],
+                    "apiGroups": ["authorization.k8s.io"],
+                    "resources": ["selfsubjectaccessreviews", "selfsubjectrulesreviews"],
                 }
             ),
         ),

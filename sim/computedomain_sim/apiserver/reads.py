@@ -14,7 +14,7 @@ import binascii
 import bisect
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 import attrs
 from aiohttp import web
@@ -52,9 +52,16 @@ def parse_filter(rt: ResourceType, namespace: str | None, query: Mapping[str, st
     terms = []
     for field, op, value in fields.terms:
         if field not in allowed:
-            raise status.bad_request(f"field label not supported: {field}")
+            known = ", ".join(f'"{f}"' for f in _known_first(allowed))
+            raise status.bad_request(f'"{field}" is not a known field selector: only {known}')
         terms.append((conversion.field_label(rt, field), op, value))
     return Filter(namespace, labels, selectors.FieldSelector(tuple(terms)))
+
+
+def _known_first(labels: Iterable[str]) -> list[str]:
+    """Field labels as kube-apiserver lists them: the object's name and namespace first."""
+    first = [f for f in ("metadata.name", "metadata.namespace") if f in labels]
+    return first + sorted(set(labels) - set(first))
 
 
 def _passes(f: Filter, e: Entry) -> bool:
@@ -182,10 +189,17 @@ async def list_(
             if f.labels.empty and f.fields.empty:
                 remaining = len(keys) - i
             break
-        items.append(view.render(entry.raw))
+        rendered = view.render(entry.raw)
+        items.append(rendered if rt.custom else wire.without_type_meta(rendered))
         items_last = key
     return wire.list_body(
-        rt.list_kind, rt.group_version, list_rv, items, cont=cont, remaining=remaining
+        rt.list_kind,
+        rt.group_version,
+        list_rv,
+        items,
+        cont=cont,
+        remaining=remaining,
+        custom=rt.custom,
     )
 
 

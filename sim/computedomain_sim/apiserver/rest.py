@@ -110,7 +110,9 @@ async def handle(
     if rt.namespaced and not ns and verb in ("create", "update", "patch", "delete"):
         raise not_found_generic()
     if rt.group in reviews.REVIEW_GROUPS:
-        return reviews.handle(state, rt, request[USER], await _body_object(request, state))
+        review = await _body_object(request, state)
+        manager = managedfields.of_request(request)
+        return reviews.handle(state, rt, request[USER], review, manager)
     if verb == "create":
         obj = await _body_object(request, state)
         if view.id:
@@ -163,7 +165,7 @@ async def handle(
         return wire.raw_response(view.render(result.entry.raw), code, result.warnings)
     if verb == "delete":
         opts = await _delete_options(request, state)
-        with writes.dry_run(state, query):
+        with writes.dry_run(state, query, opts.dry_run):
             res = deletion.delete(state, _write_rt(rt, srt), ns, info.name, opts)
         if res.deleted and not deletion.returns_object(rt):
             return wire.json_response(deletion.success_status(rt, res.entry))
@@ -172,7 +174,7 @@ async def handle(
     if verb == "deletecollection":
         opts = await _delete_options(request, state)
         flt = reads.parse_filter(rt, ns if rt.namespaced and ns else None, query)
-        with writes.dry_run(state, query):
+        with writes.dry_run(state, query, opts.dry_run):
             body = _delete_collection(state, rt, srt=srt, view=view, flt=flt, opts=opts)
         return wire.raw_response(body)
     raise status.method_not_allowed(

@@ -1,6 +1,6 @@
 """Review resources that are computed, never stored: ``SelfSubjectAccessReview`` and
-``SubjectAccessReview`` (``kubectl auth can-i``) and ``SelfSubjectReview``
-(``kubectl auth whoami``).
+``SubjectAccessReview`` (``kubectl auth can-i``), ``SelfSubjectRulesReview`` (``kubectl auth
+can-i --list``) and ``SelfSubjectReview`` (``kubectl auth whoami``).
 
 Called by :mod:`.rest` for POSTs to these resources; answers with the request object plus a
 ``status`` computed by the RBAC authorizer (everything is allowed on a server without RBAC).
@@ -12,7 +12,7 @@ from typing import Any
 
 from aiohttp import web
 
-from . import authn, rbac, status, wire
+from . import authn, fieldsets, managedfields, rbac, status, wire
 from .registry import ResourceType
 from .state import ApiState
 
@@ -72,23 +72,62 @@ def _decide(state: ApiState, user: authn.UserInfo | None, spec: dict[str, Any]) 
         )
     decision = state.authorizer.authorize(attrs)
     out: dict[str, Any] = {"allowed": decision.allowed}
-    if decision.reason:
-        out["reason"] = decision.reason
+    if decision.reason and not (user.groups and rbac.MASTERS in user.groups):
+        out["reason"] = decision.reason  # kube-apiserver gives none for system:masters
     return out
 
 
+def _rules(state: ApiState, user: authn.UserInfo | None, spec: dict[str, Any]) -> dict[str, Any]:
+    """What ``user`` may do in ``spec.namespace`` (``kubectl auth can-i --list``)."""
+    if state.authorizer is None or user is None:
+        granted = list(rbac.EVERYTHING)
+    else:
+        granted = state.authorizer.rules_for(user, str(spec.get("namespace") or ""))
+    resource_rules, path_rules = [], []
+    for rule in granted:
+        verbs = sorted(rule.verbs)
+        if rule.non_resource_urls:
+            path_rules.append({"verbs": verbs, "nonResourceURLs": list(rule.non_resource_urls)})
+            continue
+        entry: dict[str, Any] = {"verbs": verbs, "apiGroups": sorted(rule.api_groups),
+                                 "resources": sorted(rule.resources)}  # fmt: skip
+        if rule.resource_names:
+            entry["resourceNames"] = sorted(rule.resource_names)
+        resource_rules.append(entry)
+    return {"resourceRules": resource_rules, "nonResourceRules": path_rules, "incomplete": False}
+
+
+def _managed(state: ApiState, rt: ResourceType, spec: dict[str, Any], manager: str) -> Any:
+    """The managedFields kube-apiserver puts on the answer, as for any create: the request's
+    manager owns the spec it sent (the attributes, pointers in the Go type, themselves too)."""
+    fields = fieldsets.of_value({"spec": spec}, fieldsets.BuiltinShape())
+    for key, sub in (fields.get("f:spec") or {}).items():
+        if key in ("f:resourceAttributes", "f:nonResourceAttributes") and sub:
+            sub[fieldsets.SELF] = {}
+    if not fields:
+        return None
+    who = managedfields.Manager(manager, managedfields.UPDATE, rt.group_version)
+    return [managedfields.new_entry(who, fields, state.clock())]
+
+
 def handle(
-    state: ApiState, rt: ResourceType, user: authn.UserInfo | None, body: dict[str, Any]
+    state: ApiState,
+    rt: ResourceType,
+    user: authn.UserInfo | None,
+    body: dict[str, Any],
+    manager: str = "",
 ) -> web.Response:
-    """The answer to a POST of a review ``body``."""
+    """The answer to a POST of a review ``body`` by ``manager`` (the request's)."""
     spec = body.get("spec") if isinstance(body.get("spec"), dict) else {}
     assert isinstance(spec, dict)
-    base = {
-        "kind": rt.kind,
-        "apiVersion": rt.group_version,
-        "metadata": {"creationTimestamp": None},
-    }
+    meta: dict[str, Any] = {"creationTimestamp": None}
+    managed = _managed(state, rt, spec, manager) if manager else None
+    if managed:
+        meta["managedFields"] = managed
+    base = {"kind": rt.kind, "apiVersion": rt.group_version, "metadata": meta}
     if rt.kind == "SelfSubjectReview":
         return wire.json_response({**base, "status": {"userInfo": _user_json(user)}}, 201)
+    if rt.kind == "SelfSubjectRulesReview":
+        return wire.json_response({**base, "spec": spec, "status": _rules(state, user, spec)}, 201)
     who = user if rt.kind == "SelfSubjectAccessReview" else _subject(spec)
     return wire.json_response({**base, "spec": spec, "status": _decide(state, who, spec)}, 201)

@@ -264,16 +264,18 @@ def too_many_requests(retry_after_seconds: int) -> ApiStatusError:
     )
 
 
-def invalid_patch_options(field: str, detail: str) -> ApiStatusError:
-    """422 for bad PatchOptions (e.g. an apply without ``fieldManager``)."""
+def invalid_patch_options(
+    field: str, detail: str, reason: str = "FieldValueInvalid"
+) -> ApiStatusError:
+    """422 for bad PatchOptions (e.g. an apply without ``fieldManager``: reason
+    ``FieldValueRequired``)."""
     return ApiStatusError(
         422,
         "Invalid",
         f'PatchOptions.meta.k8s.io "" is invalid: {field}: {detail}',
-        name="",
         group="meta.k8s.io",
         kind="PatchOptions",
-        causes=[FieldCause("FieldValueInvalid", field, detail)],
+        causes=[FieldCause(reason, field, detail)],
     )
 
 

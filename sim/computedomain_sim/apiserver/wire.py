@@ -7,6 +7,7 @@ Called by :mod:`.rest`, :mod:`.discovery` and :mod:`.pipeline`. Decoding raises
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -109,6 +110,23 @@ def status_response(err: status.ApiStatusError) -> web.Response:
     return resp
 
 
+_TYPE_META = re.compile(rb'^\{(?:"(?:apiVersion|kind)":"[^"\\]*",){2}')
+
+
+def without_type_meta(raw: bytes) -> bytes:
+    """A stored built-in object as a list item: kube-apiserver's typed lists carry
+    ``apiVersion`` and ``kind`` once, on the list, not on each item (custom resources' lists
+    keep them). Cheap when the object starts with both, as stored objects mostly do."""
+    head = _TYPE_META.match(raw)
+    if head is not None:
+        return b"{" + raw[head.end() :]
+    obj = jsoncodec.loads(raw)
+    if isinstance(obj, dict):
+        obj.pop("apiVersion", None)
+        obj.pop("kind", None)
+    return dumps(obj)
+
+
 def list_body(
     kind: str,
     api_version: str,
@@ -117,10 +135,12 @@ def list_body(
     *,
     cont: str = "",
     remaining: int | None = None,
+    custom: bool = False,
 ) -> bytes:
-    """A ``<Kind>List`` built from stored JSON without decoding the items."""
+    """A ``<Kind>List`` built from stored JSON without decoding the items. A custom resource's
+    list says ``continue`` even when empty, as kube-apiserver's unstructured lists do."""
     meta: dict[str, Any] = {"resourceVersion": str(rv)}
-    if cont:
+    if cont or custom:
         meta["continue"] = cont
     if remaining is not None:
         meta["remainingItemCount"] = remaining

@@ -18,7 +18,7 @@ merges through it and creates the object when it is missing.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import attrs
@@ -61,10 +61,11 @@ def commit(state: ApiState, rt: ResourceType, key: str, obj: dict[str, Any] | No
 
 
 @contextlib.contextmanager
-def dry_run(state: ApiState, query: Any) -> Iterator[None]:
-    """Run the (synchronous) write inside in dry-run mode when ``dryRun=All`` was asked:
-    every check runs, nothing is stored (see :func:`.writes.commit`)."""
-    values = query.getall("dryRun", []) if hasattr(query, "getall") else []
+def dry_run(state: ApiState, query: Any, also: Sequence[str] = ()) -> Iterator[None]:
+    """Run the (synchronous) write inside in dry-run mode when ``dryRun=All`` was asked (in
+    the query, or in a DeleteOptions body: ``also``): every check runs, nothing is stored (see
+    :func:`.writes.commit`)."""
+    values = [*(query.getall("dryRun", []) if hasattr(query, "getall") else []), *also]
     for value in values:
         if value != "All":
             raise status.invalid(
@@ -446,7 +447,7 @@ def _apply(
     """Server-side apply: create the object from the configuration, or merge it in."""
     if not manager:
         raise status.invalid_patch_options(
-            "fieldManager", "Required value: is required for apply patch"
+            "fieldManager", "Required value: is required for apply patch", "FieldValueRequired"
         )
     managedfields.check_name(manager)
     config = patching.decode_apply(body)

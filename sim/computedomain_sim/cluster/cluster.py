@@ -52,6 +52,7 @@ from computedomain_sim.controllers.job_controller import JobController
 from computedomain_sim.controllers.podgc import PodGarbageCollector
 from computedomain_sim.controllers.replicaset_controller import ReplicaSetController
 from computedomain_sim.controllers.resourceclaim_controller import ResourceClaimController
+from computedomain_sim.controllers.rootca import RootCaPublisher
 from computedomain_sim.controllers.statefulset_controller import StatefulSetController
 from computedomain_sim.controlplane import binaries
 from computedomain_sim.controlplane.kube import KubeControlPlane
@@ -314,6 +315,13 @@ class SimCluster:
             "resourceclaim-controller": ResourceClaimController,
             "pod-garbage-collector": PodGarbageCollector,
         }
+        assert self.server is not None
+        cert = self.server.serving_cert
+        if cert is not None:  # kube-root-ca.crt needs a CA to publish
+            ca_pem = cert.cert_path.read_text()
+            controllers["root-ca-cert-publisher"] = functools.partial(
+                RootCaPublisher, ca_pem=ca_pem
+            )
         for name, kind in controllers.items():
             self._spawn(name, functools.partial(_run_controller, kind, self._api(), shared))
 

@@ -39,9 +39,11 @@ __all__ = ["CONTROLLERS", "KubeControlPlane"]
 
 # kube-controller-manager's controllers for our workloads: DaemonSets, Deployments and their
 # ReplicaSets, Jobs, owner-reference garbage collection, namespace deletion, ResourceClaims from
-# templates, service accounts (each namespace's "default") and their token Secrets, pod GC, and
-# node lifecycle: the API server taints every new Node not-ready, and only that controller lifts
-# the taint once the node reports Ready (it does not evict: that is taint-eviction-controller).
+# templates, service accounts (each namespace's "default") and their token Secrets, each
+# namespace's kube-root-ca.crt (as on any cluster; the embedded control plane publishes it too),
+# pod GC, and node lifecycle: the API server taints every new Node not-ready, and only that
+# controller lifts the taint once the node reports Ready (it does not evict: that is
+# taint-eviction-controller).
 CONTROLLERS = (
     "node-lifecycle-controller",
     "daemonset-controller",
@@ -53,6 +55,7 @@ CONTROLLERS = (
     "resourceclaim-controller",
     "serviceaccount-controller",
     "serviceaccount-token-controller",
+    "root-ca-certificate-publisher-controller",
     "pod-garbage-collector-controller",
 )
 ETCD_PORT, ETCD_PEER_PORT = 2379, 2380

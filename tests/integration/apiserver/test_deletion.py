@@ -78,11 +78,30 @@ def test_delete_preconditions(api_client: client.ApiClient, namespace: str) -> N
     with pytest.raises(client.ApiException) as exc:
         core.delete_namespaced_config_map("pc", namespace, body=body)
     assert exc.value.status == 409
-    assert "Precondition failed: UID in precondition: other" in exc.value.body
+    failed = json.loads(exc.value.body)
+    uid = core.read_namespaced_config_map("pc", namespace).metadata.uid
+    assert failed["message"] == (
+        f'Operation cannot be fulfilled on ConfigMap "pc": the UID in the precondition (other) '
+        f"does not match the UID in record ({uid}). The object might have been deleted and then "
+        "recreated"
+    )
+    assert failed["details"] == {"name": "pc", "kind": "ConfigMap"}
     body = client.V1DeleteOptions(preconditions=client.V1Preconditions(resource_version="1"))
     with pytest.raises(client.ApiException) as exc:
         core.delete_namespaced_config_map("pc", namespace, body=body)
     assert exc.value.status == 409
+    assert "The object might have been modified" in json.loads(exc.value.body)["message"]
+
+
+def test_a_deleted_core_objects_status_names_no_group(
+    api_client: client.ApiClient, namespace: str
+) -> None:
+    core = client.CoreV1Api(api_client)
+    core.create_namespaced_config_map(namespace, _cm("gone"))
+    done = api_client.sanitize_for_serialization(
+        core.delete_namespaced_config_map("gone", namespace)
+    )
+    assert done["details"] == {"name": "gone", "kind": "configmaps", "uid": done["details"]["uid"]}
 
 
 def _owner_ref(owner: client.V1ConfigMap, **extra: object) -> dict[str, object]:
@@ -244,3 +263,18 @@ def test_crd_deletion_removes_objects_and_stops_serving(
             "resource.nvidia.com", "v1beta1", "default", "computedomains"
         )
     assert exc.value.status == 404
+
+
+def test_a_dry_run_in_the_delete_options_body_deletes_nothing(
+    api_client: client.ApiClient, namespace: str
+) -> None:
+    """kubectl delete --dry-run=server sends dryRun in the DeleteOptions body, not the query."""
+    core = client.CoreV1Api(api_client)
+    core.create_namespaced_config_map(namespace, _cm("kept"))
+    core.delete_namespaced_config_map("kept", namespace, body={"dryRun": ["All"]})
+    assert _exists(lambda: core.read_namespaced_config_map("kept", namespace))
+    core.delete_collection_namespaced_config_map(namespace, body={"dryRun": ["All"]})
+    assert _exists(lambda: core.read_namespaced_config_map("kept", namespace))
+    with pytest.raises(client.ApiException) as exc:
+        core.delete_namespaced_config_map("kept", namespace, body={"dryRun": ["Some"]})
+    assert exc.value.status == 422

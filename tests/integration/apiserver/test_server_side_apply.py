@@ -73,7 +73,8 @@ def test_an_apply_creates_and_owns_what_it_applied(api: Client, namespace: str) 
     assert resp.status_code == 201, resp.text
     obj = api.get(path)
     assert obj["data"] == {"a": "1"}
-    assert _owners(obj) == {"alice": ("Apply", {"f:data": {".": {}, "f:a": {}}})}
+    # an Apply owns the leaves it applied, not the map holding them (as kube-apiserver records)
+    assert _owners(obj) == {"alice": ("Apply", {"f:data": {"f:a": {}}})}
     entry = obj["metadata"]["managedFields"][0]
     assert entry["apiVersion"] == "v1"
     assert entry["fieldsType"] == "FieldsV1"
@@ -99,8 +100,8 @@ def test_another_manager_conflicts_until_it_forces(api: Client, namespace: str) 
     obj = api.get(path)
     assert obj["data"] == {"a": "9", "b": "2"}
     owners = _owners(obj)
-    assert owners["alice"] == ("Apply", {"f:data": {".": {}, "f:b": {}}}), "shared b stays"
-    assert owners["bob"] == ("Apply", {"f:data": {".": {}, "f:a": {}, "f:b": {}}})
+    assert owners["alice"] == ("Apply", {"f:data": {"f:b": {}}}), "shared b stays"
+    assert owners["bob"] == ("Apply", {"f:data": {"f:a": {}, "f:b": {}}})
 
 
 def test_a_field_no_longer_applied_is_removed_unless_another_owns_it(
@@ -124,7 +125,7 @@ def test_updates_take_ownership_and_then_conflict_with_an_apply(
     obj = api.get(path)
     owners = _owners(obj)
     assert owners["carol"] == ("Update", {"f:data": {"f:a": {}}})
-    assert owners["alice"] == ("Apply", {"f:data": {}}), "alice keeps the map, not its key"
+    assert "alice" not in owners, "alice owned only a: a manager left with nothing goes"
     resp = api.apply(path, _cm("cfg", {"a": "3"}), "alice")
     assert resp.status_code == 409
     carol = next(e for e in obj["metadata"]["managedFields"] if e["manager"] == "carol")
@@ -170,6 +171,8 @@ def test_an_apply_without_a_manager_is_refused(api: Client, namespace: str) -> N
         'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for '
         "apply patch"
     )
+    assert resp.json()["details"]["causes"][0]["reason"] == "FieldValueRequired"
+    assert "name" not in resp.json()["details"]
 
 
 def test_a_write_that_changes_nothing_keeps_the_version(api: Client, namespace: str) -> None:
@@ -178,3 +181,27 @@ def test_a_write_that_changes_nothing_keeps_the_version(api: Client, namespace: 
     before = api.get(path)["metadata"]["resourceVersion"]
     assert api.apply(path, _cm("cfg", {"a": "1"}), "alice").status_code == 200
     assert api.get(path)["metadata"]["resourceVersion"] == before
+
+
+def test_a_label_selector_is_owned_whole(api: Client, namespace: str) -> None:
+    """A Deployment's selector is an atomic struct in Kubernetes' types: one leaf, as
+    kube-apiserver records it; list items are members themselves, their lists not."""
+    path = f"/apis/apps/v1/namespaces/{namespace}/deployments/web"
+    body = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "a", "image": "img"}]},
+            },
+        },
+    }
+    assert api.apply(path, body, "alice").status_code == 201
+    _, fields = _owners(api.get(path))["alice"]
+    assert fields["f:spec"]["f:selector"] == {}
+    assert fields["f:spec"]["f:template"]["f:spec"]["f:containers"] == {
+        'k:{"name":"a"}': {".": {}, "f:image": {}, "f:name": {}}
+    }

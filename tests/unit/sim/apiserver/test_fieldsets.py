@@ -71,3 +71,18 @@ def test_every_member_is_found_and_removable(obj: dict[str, Any]) -> None:
 def test_paths_print_as_kube_apiserver_prints_them() -> None:
     path = ("f:spec", "f:containers", 'k:{"name":"x"}', "f:ports", 'v:"p"', "f:image")
     assert fieldsets.path_string(path) == '.spec.containers[name="x"].ports[="p"].image'
+
+
+def test_an_update_owns_a_custom_resources_objects_and_an_apply_only_their_leaves() -> None:
+    """As kube-apiserver records them: an update that creates a custom resource's ``spec``
+    owns ``spec`` itself (``.``); an apply owns the leaves it applied; a built-in struct is
+    never a member itself."""
+    from computedomain_sim.apiserver.schema_nodes import parse
+
+    schema = parse({"type": "object", "properties": {
+        "spec": {"type": "object", "properties": {"size": {"type": "integer"}}}}})  # fmt: skip
+    custom = fieldsets.SchemaShape(schema, root=True)
+    value = {"spec": {"size": 2}}
+    assert fieldsets.of_value(value, custom) == {"f:spec": {".": {}, "f:size": {}}}
+    assert fieldsets.of_value(value, custom, apply=True) == {"f:spec": {"f:size": {}}}
+    assert fieldsets.of_value({"spec": {"replicas": 2}}, SHAPE) == {"f:spec": {"f:replicas": {}}}

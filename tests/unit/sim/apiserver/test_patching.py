@@ -31,7 +31,11 @@ def test_merge_patch_rfc7386_examples() -> None:
 @pytest.mark.parametrize(
     ("ops", "message"),
     [
-        ([{"op": "test", "path": "/c", "value": "nope"}], "testing value /c failed"),
+        # kube-apiserver's words for a failed test operation
+        (
+            [{"op": "test", "path": "/c", "value": "nope"}],
+            "the server rejected our request due to an error in our request",
+        ),
         ([{"op": "remove", "path": "/zz"}], "Unable to remove nonexistent key: zz"),
         ([{"op": "replace", "path": "/zz", "value": 1}], "replace operation does not apply"),
         ([{"op": "add", "path": "/x/y", "value": 1}], "add operation does not apply"),

@@ -1,0 +1,5 @@
+{{- define "app.labels" -}}
+app.kubernetes.io/name: app
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
