@@ -22,6 +22,12 @@ _NO_GROUP = "a deleted core object's Status names no empty group"
 _ZEROS = "zero values of fields Go omits when empty are dropped"
 _NO_LINKS = "pod templates get no enableServiceLinks default"
 FIXED: dict[str, str] = {
+    "kubectl-get-replicasets": "apps/v1 ReplicaSets with a ReplicaSet controller; Deployments "
+    "roll out through them (pod-template-hash, revisions), as kube-controller-manager's do",
+    "kubectl-rollout-history": "a Deployment's revisions are its ReplicaSets' revision "
+    "annotations, as kube-controller-manager writes them",
+    "kubectl-openapi-v2": "/openapi/v2 is served (JSON, and gnostic's protobuf for client-go), "
+    "with CRD schemas in kube's v2 form and metadata as a reference to ObjectMeta",
     "kubectl-create-from-stdin": "a Secret's stringData is merged into data",
     "kubectl-create-unknown-field": "built-in kinds' unknown fields: Strict refuses, else dropped",
     "kubectl-create-empty-maps": "empty labels, annotations and finalizers are dropped",

@@ -619,17 +619,19 @@ CASES = [
             "custom-columns=NAME:.metadata.name,APP:.metadata.labels.app",
         ),
     ),
-    # what waits for ReplicaSets and /openapi/v2 (being added on another branch)
+    # ReplicaSets (a Deployment's pods and revisions go through them) and /openapi/v2
     case(
         "get-replicasets",
         "get",
         kubectl("apply", "-f", "-", stdin=DEPLOYMENT, setup=True),
-        kubectl("get", "replicasets", "-o", "name"),
-        refused=Refusal(
-            1,
-            1,
-            'the server doesn\'t have a resource type "replicasets"',
-            "no ReplicaSets yet: a Deployment owns its pods directly",
+        kubectl("rollout", "status", "deployment/web", "--timeout=60s", setup=True),
+        kubectl(
+            "get",
+            "replicasets",
+            "-l",
+            "app=web",
+            "-o",
+            "custom-columns=DESIRED:.spec.replicas,OWNER:.metadata.ownerReferences[0].kind",
         ),
     ),
     case(
@@ -637,15 +639,12 @@ CASES = [
         "get",
         kubectl("apply", "-f", "-", stdin=DEPLOYMENT, setup=True),
         kubectl("rollout", "history", "deployment/web"),
-        refused=Refusal(
-            1, 1, "replicasets", "no ReplicaSets yet: a Deployment's revisions are its ReplicaSets"
-        ),
     ),
     case(
         "openapi-v2",
-        "get",
-        kubectl("get", "--raw", "/openapi/v2"),
-        refused=Refusal(0, 1, "NotFound", "no /openapi/v2 yet (OpenAPI v3 is served)"),
+        "explain",
+        *crd_ready(),
+        kubectl("explain", "widgets.spec", "--output=plaintext-openapiv2"),
     ),
     # auth can-i
     case("can-i-admin", "auth can-i", kubectl("auth", "can-i", "create", "pods")),
