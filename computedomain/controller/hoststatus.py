@@ -19,7 +19,7 @@ from typing import Any, Final
 
 from computedomain.api import conditions, convert, names
 from computedomain.api.models import ComputeDomain, ConditionStatus, Status
-from computedomain.controller import readiness
+from computedomain.controller import readiness, statusplan
 from computedomain.controller.actions import Action, Kind, Ref, WriteStatus
 from computedomain.controller.readiness import Problem, Readiness
 from computedomain.controller.snapshot import Snapshot
@@ -72,18 +72,9 @@ def desired_status(
 ) -> dict[str, Any]:
     """The status the domain should have (wire form); ``nodes`` is left as it is. Pure."""
     state = host_readiness(host_problems(snapshot.domain), problems)
-    conds = conditions.set_condition(
-        domain.status.conditions if domain.status else (),
-        type=conditions.READY,
-        status=state.status,
-        reason=state.reason,
-        message=state.message,
-        now=snapshot.now,
-        observed_generation=domain.metadata.generation or None,
-    )
     raw = dict((snapshot.domain or {}).get("status") or {})
     raw["status"] = str(Status.READY)
-    raw["conditions"] = [convert.to_wire(c) for c in conds]
+    raw["conditions"] = statusplan.ready_conditions(snapshot, domain, state)
     return raw
 
 

@@ -35,15 +35,10 @@ def parse_cliques(snapshot: Snapshot) -> list[ComputeDomainClique]:
     return parsed
 
 
-def desired_status(
-    snapshot: Snapshot, domain: ComputeDomain, problems: Sequence[Problem] = ()
-) -> tuple[dict[str, Any], aggregation.Aggregate]:
-    """The status the domain should have (wire form), and the aggregate behind it. Pure."""
-    current = domain.status.nodes if domain.status else ()
-    pods = snapshot.effective_pods
-    agg = aggregation.aggregate(snapshot.mode, current, parse_cliques(snapshot), pods)
-    num_nodes = domain.spec.num_nodes
-    state = readiness.readiness(nodes=agg.nodes, num_nodes=num_nodes, pods=pods, problems=problems)
+def ready_conditions(
+    snapshot: Snapshot, domain: ComputeDomain, state: readiness.Readiness
+) -> list[dict[str, Any]]:
+    """The domain's conditions, ``Ready`` set from ``state``, in wire form. Pure."""
     conds = conditions.set_condition(
         domain.status.conditions if domain.status else (),
         type=conditions.READY,
@@ -53,13 +48,25 @@ def desired_status(
         now=snapshot.now,
         observed_generation=domain.metadata.generation or None,
     )
+    return [convert.to_wire(c) for c in conds]
+
+
+def desired_status(
+    snapshot: Snapshot, domain: ComputeDomain, problems: Sequence[Problem] = ()
+) -> tuple[dict[str, Any], aggregation.Aggregate]:
+    """The status the domain should have (wire form), and the aggregate behind it. Pure."""
+    current = domain.status.nodes if domain.status else ()
+    pods = snapshot.effective_pods
+    agg = aggregation.aggregate(snapshot.mode, current, parse_cliques(snapshot), pods)
+    num_nodes = domain.spec.num_nodes
+    state = readiness.readiness(nodes=agg.nodes, num_nodes=num_nodes, pods=pods, problems=problems)
     raw = dict((snapshot.domain or {}).get("status") or {})
     raw["status"] = str(aggregation.global_status(agg.nodes, num_nodes))
     if agg.nodes:
         raw["nodes"] = [convert.to_wire(n) for n in agg.nodes]
     else:
         raw.pop("nodes", None)
-    raw["conditions"] = [convert.to_wire(c) for c in conds]
+    raw["conditions"] = ready_conditions(snapshot, domain, state)
     return raw, agg
 
 
