@@ -454,6 +454,16 @@ async def events_about(api: Api, ns: str, kind: str, name: str) -> list[Obj]:
     ]
 
 
+def ready_condition(domain: dict[str, object]) -> dict[str, str]:
+    """The domain's ``Ready`` condition ({} when it has none)."""
+    status = domain.get("status") or {}
+    assert isinstance(status, dict)
+    for condition in status.get("conditions") or ():
+        if condition.get("type") == "Ready":
+            return dict(condition)
+    return {}
+
+
 def membership(domain: Obj) -> dict[str, tuple[str, int, str]]:
     """node -> (cliqueID, index, IP), from the domain's ``status.nodes``. Pure."""
     return {

@@ -32,15 +32,6 @@ def setup(request: pytest.FixtureRequest) -> kit_extra.Shared:
     return shared
 
 
-def _ready_condition(domain: dict[str, object]) -> dict[str, str]:
-    status = domain.get("status") or {}
-    assert isinstance(status, dict)
-    for condition in status.get("conditions") or ():
-        if condition.get("type") == "Ready":
-            return dict(condition)
-    return {}
-
-
 async def test_a_host_held_session_shows_in_the_event_and_the_ready_condition(
     setup: kit_extra.Shared,
 ) -> None:
@@ -77,7 +68,7 @@ async def test_a_host_held_session_shows_in_the_event_and_the_ready_condition(
 
         async def condition_names_it() -> dict[str, str] | None:
             got = await api.get(resources.COMPUTE_DOMAINS, "job", ns)
-            condition = _ready_condition(got)
+            condition = kit.ready_condition(got)
             if condition.get("status") == "False" and "NV_ERR_IN_USE" in condition.get(
                 "message", ""
             ):
@@ -103,5 +94,5 @@ async def test_a_host_held_session_shows_in_the_event_and_the_ready_condition(
         await kit.domain_ready(api, cluster, ns, "job")
         await kit.pods_running(api, cluster, ns, selector="app in (w0,w1)", count=2)
         got = await api.get(resources.COMPUTE_DOMAINS, "job", ns)
-        assert _ready_condition(got)["status"] == "True"
+        assert kit.ready_condition(got)["status"] == "True"
         await kit_extra.release(api, cluster, ns)

@@ -42,15 +42,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[kit.Cluster]:
         yield started
 
 
-def _ready_condition(domain: dict[str, object]) -> dict[str, str]:
-    status = domain.get("status") or {}
-    assert isinstance(status, dict)
-    for condition in status.get("conditions") or ():
-        if condition.get("type") == "Ready":
-            return dict(condition)
-    return {}
-
-
 async def test_worker_gets_its_channel_once_the_host_daemon_is_ready(
     cluster: kit.Cluster,
 ) -> None:
@@ -85,7 +76,7 @@ async def test_worker_gets_its_channel_once_the_host_daemon_is_ready(
 
         async def condition_names_it() -> dict[str, str] | None:
             got = await api.get(resources.COMPUTE_DOMAINS, "job", ns)
-            condition = _ready_condition(got)
+            condition = kit.ready_condition(got)
             if condition.get("status") == "False" and NODE in condition.get("message", ""):
                 return condition
             return None
@@ -120,7 +111,7 @@ async def test_worker_gets_its_channel_once_the_host_daemon_is_ready(
 
         async def condition_clear() -> dict[str, str] | None:
             got = await api.get(resources.COMPUTE_DOMAINS, "job", ns)
-            condition = _ready_condition(got)
+            condition = kit.ready_condition(got)
             return condition if condition.get("status") == "True" else None
 
         await kit.eventually(condition_clear, what="the Ready condition True again")

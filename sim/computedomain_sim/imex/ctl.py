@@ -107,7 +107,11 @@ def connect(host: str, port: int) -> _socket.socket:
 
 def query(host: str, port: int) -> str:
     """The daemon's answer to a readiness query. Raises OSError when it cannot be asked."""
-    conn = connect(host, port)
+    return _ask(connect(host, port))
+
+
+def _ask(conn: _socket.socket) -> str:
+    """Send the readiness query on ``conn``, read the answer to its end, close it."""
     try:
         conn.sendall(b"QUERY\n")
         conn.shutdown(_socket.SHUT_WR)
@@ -141,14 +145,10 @@ def query_socket(path: str) -> str:
     try:
         conn.settimeout(TIMEOUT_S)
         conn.connect(path)
-        conn.sendall(b"QUERY\n")
-        conn.shutdown(_socket.SHUT_WR)
-        chunks = []
-        while chunk := conn.recv(4096):
-            chunks.append(chunk)
-    finally:
+    except OSError:
         conn.close()
-    return b"".join(chunks).decode(errors="replace")
+        raise
+    return _ask(conn)
 
 
 def main_host(path: str, rest: list[str], root: str) -> int:
