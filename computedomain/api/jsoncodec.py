@@ -73,7 +73,10 @@ def canonical(obj: Any) -> bytes:
 
 def copy(obj: Any) -> Any:
     """A deep copy of JSON values (dicts, lists, strings, numbers, booleans, None), exact:
-    integers beyond 64 bits stay integers (the round trip goes through ``json`` then)."""
+    integers beyond 64 bits stay integers (the round trip goes through ``json`` then). A value
+    that is neither a dict nor a list cannot change, so it is its own copy."""
+    if not isinstance(obj, dict | list):
+        return obj
     try:
         return orjson.loads(orjson.dumps(obj))
     except orjson.JSONEncodeError:

@@ -212,41 +212,64 @@ def _self_member(value: Any, shape: Shape, item: bool) -> bool:
 
 def changed(old: Any, new: Any, shape: Shape) -> tuple[FieldSet, FieldSet]:
     """(members of ``new`` that are new or have another value, members of ``old`` gone in
-    ``new``), below the node both are at. Equal subtrees are skipped at once."""
+    ``new``), below the node both are at (two objects, or two lists, with members). Equal
+    subtrees are skipped at once, before anything is built for them: an ordinary update changes
+    a few fields of a large object."""
     added: FieldSet = {}
     removed: FieldSet = {}
+    if isinstance(new, dict):
+        for name, new_value in new.items():
+            if name not in old:
+                added["f:" + name] = _member(new_value, shape.child(name))
+            elif old[name] != new_value:
+                sub_shape = shape.child(name)
+                _compare("f:" + name, old[name], new_value, sub_shape, (added, removed), item=False)
+        for name, old_value in old.items():
+            if name not in new:
+                removed["f:" + name] = _member(old_value, shape.child(name))
+        return added, removed
     old_children = _children(old, shape)
     new_children = _children(new, shape)
-    item = isinstance(new, list)
     for key, (new_value, sub_shape) in new_children.items():
         previous = old_children.get(key)
         if previous is None:
-            added[key] = _member(new_value, sub_shape, item=item)
-            continue
-        old_value = previous[0]
-        if old_value == new_value:
-            continue
-        both = _granular(old_value, sub_shape) and _granular(new_value, sub_shape)
-        if not both or type(old_value) is not type(new_value):
-            present = _member(new_value, sub_shape, item=item)
-            added[key] = present
-            gone = difference({key: _member(old_value, sub_shape, item=item)}, {key: present})
-            if gone:
-                removed[key] = gone[key]
-            continue
-        sub_added, sub_removed = changed(old_value, new_value, sub_shape)
-        was = _self_member(old_value, sub_shape, item)
-        is_ = _self_member(new_value, sub_shape, item)
-        node = _join(is_ and not was, sub_added)
-        if node is not None:
-            added[key] = node
-        node = _join(was and not is_, sub_removed)
-        if node is not None:
-            removed[key] = node
+            added[key] = _member(new_value, sub_shape, item=True)
+        elif previous[0] != new_value:
+            _compare(key, previous[0], new_value, sub_shape, (added, removed), item=True)
     for key, (old_value, sub_shape) in old_children.items():
         if key not in new_children:
-            removed[key] = _member(old_value, sub_shape, item=isinstance(old, list))
+            removed[key] = _member(old_value, sub_shape, item=True)
     return added, removed
+
+
+def _compare(
+    key: str,
+    old_value: Any,
+    new_value: Any,
+    shape: Shape,
+    into: tuple[FieldSet, FieldSet],
+    *,
+    item: bool,
+) -> None:
+    """Record in ``into`` (added, removed) how the member ``key`` changed (its values differ)."""
+    added, removed = into
+    both = _granular(old_value, shape) and _granular(new_value, shape)
+    if not both or type(old_value) is not type(new_value):
+        present = _member(new_value, shape, item=item)
+        added[key] = present
+        gone = difference({key: _member(old_value, shape, item=item)}, {key: present})
+        if gone:
+            removed[key] = gone[key]
+        return
+    sub_added, sub_removed = changed(old_value, new_value, shape)
+    was = item or not old_value or _container(old_value, shape)  # _self_member, both granular
+    is_ = item or not new_value or _container(new_value, shape)
+    node = _join(is_ and not was, sub_added)
+    if node is not None:
+        added[key] = node
+    node = _join(was and not is_, sub_removed)
+    if node is not None:
+        removed[key] = node
 
 
 def _children(value: Any, shape: Shape) -> dict[str, tuple[Any, Shape]]:
@@ -287,6 +310,21 @@ def union(a: FieldSet, b: FieldSet) -> FieldSet:
         joined = _join(a_self or b_self, union(a_children, b_children))
         out[key] = joined if joined is not None else {}
     return out
+
+
+def covers(a: FieldSet, b: FieldSet) -> bool:
+    """Whether every member of ``b`` is a member of ``a`` (what :func:`union` would leave as
+    ``a``), without building anything."""
+    for key, sub in b.items():
+        if key == SELF:
+            continue
+        if key not in a:
+            return False
+        a_self, a_children = _split(a[key])
+        b_self, b_children = _split(sub)
+        if (b_self and not a_self) or not covers(a_children, b_children):
+            return False
+    return True
 
 
 def difference(a: FieldSet, b: FieldSet) -> FieldSet:

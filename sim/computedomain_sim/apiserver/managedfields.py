@@ -29,10 +29,10 @@ APPLY: Final = "Apply"
 UPDATE: Final = "Update"
 _MAX_MANAGER: Final = 128
 # Fields of the object no manager owns: identity and what the server sets.
-_IGNORED_META: Final = (
+_IGNORED_META: Final = frozenset({
     "name", "namespace", "uid", "resourceVersion", "generation", "creationTimestamp",
     "deletionTimestamp", "deletionGracePeriodSeconds", "managedFields", "selfLink",
-)  # fmt: skip
+})  # fmt: skip
 
 
 @attrs.frozen
@@ -153,11 +153,11 @@ def new_entry(manager: Manager, fields: FieldSet, now: datetime) -> dict[str, An
 
 def starting_entries(old: dict[str, Any] | None, new: dict[str, Any]) -> list[dict[str, Any]]:
     """The entries a write starts from: those it sends when it sends any (``[{}]`` clears
-    them), else the stored ones."""
+    them), else the stored ones. Not copies: entries are replaced, never changed in place."""
     sent = (new.get("metadata") or {}).get("managedFields")
     if isinstance(sent, list) and sent:
-        return [] if sent == [{}] else [jsoncodec.copy(e) for e in sent if isinstance(e, dict)]
-    return [jsoncodec.copy(e) for e in _entries(old)] if old is not None else []
+        return [] if sent == [{}] else [e for e in sent if isinstance(e, dict)]
+    return _entries(old) if old is not None else []
 
 
 def record_update(
@@ -202,7 +202,11 @@ def _updated(
         fields = fieldsets.difference(fields, removed)
         if fields:
             out.append(entry if fields == _fields(entry) else {**entry, "fieldsV1": fields})
-    own = fieldsets.difference(fieldsets.union(_fields(mine or {}), added), removed)
+    own = _fields(mine or {})
+    if not fieldsets.covers(own, added):
+        own = fieldsets.union(own, added)
+    if removed:
+        own = fieldsets.difference(own, removed)
     if own:
         if mine is not None and own == _fields(mine):
             out.append(mine)

@@ -85,7 +85,9 @@ class StructuralSchema:
         return result if isinstance(result, dict) else obj
 
     def prune(self, obj: dict[str, Any], *, unknown: list[str] | None = None) -> dict[str, Any]:
-        """A new object without the fields the schema does not name; pure.
+        """A new object without the fields the schema does not name; ``obj`` is not changed, but
+        shares with the result the subtrees kept whole (``metadata``, preserved unknown fields):
+        :meth:`default` of the result is a wholly new object.
 
         ``apiVersion``, ``kind`` and ``metadata`` are kept at the root. When ``unknown`` is a list,
         the paths of the removed fields are appended to it, sorted (for ``unknown field "<path>"``

@@ -17,6 +17,8 @@ import math
 from collections.abc import Callable
 from typing import Any, Final
 
+import orjson
+
 from computedomain_sim.apiserver import schema_messages as msg
 from computedomain_sim.apiserver.schema_formats import FORMATS
 from computedomain_sim.apiserver.schema_nodes import Node
@@ -118,17 +120,37 @@ def _enum_part(node: Node, fname: FieldNamer) -> _Part | None:
 
 
 def json_equal(a: Any, b: Any) -> bool:
-    """Deep equality of decoded JSON that keeps booleans apart from numbers."""
+    """Deep equality of decoded JSON that keeps booleans apart from numbers (``1`` equals
+    ``1.0``, ``true`` does not equal ``1``). Every ratcheting check asks it of its whole subtree,
+    so Python's equality decides first, at C speed: values it finds different are, and equal
+    containers whose key-sorted encodings agree hold no boolean standing for a number. Only
+    what is left (equal containers that mix them up, or the numbers 1 and 1.0) is walked."""
+    if a is b:
+        return True
+    if a != b:
+        return False
+    if isinstance(a, dict | list):
+        try:
+            if orjson.dumps(a, option=orjson.OPT_SORT_KEYS) == orjson.dumps(
+                b, option=orjson.OPT_SORT_KEYS
+            ):
+                return True
+        except orjson.JSONEncodeError:
+            pass  # integers beyond 64 bits: the walk decides
+    return _json_walk(a, b)
+
+
+def _json_walk(a: Any, b: Any) -> bool:
     if isinstance(a, bool) or isinstance(b, bool):
         return isinstance(a, bool) and isinstance(b, bool) and a == b
     if isinstance(a, dict):
         return (
             isinstance(b, dict)
             and a.keys() == b.keys()
-            and all(json_equal(v, b[k]) for k, v in a.items())
+            and all(_json_walk(v, b[k]) for k, v in a.items())
         )
     if isinstance(a, list):
-        return isinstance(b, list) and len(a) == len(b) and all(map(json_equal, a, b))
+        return isinstance(b, list) and len(a) == len(b) and all(map(_json_walk, a, b))
     return (type(a) is type(b) and a == b) or (is_number(a) and is_number(b) and a == b)
 
 
