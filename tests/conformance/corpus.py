@@ -1,5 +1,6 @@
-"""The whole corpus, in the order it runs: kubectl's cases, helm's, the Python client's. What
-kube-apiserver answered to each is in ``golden.json`` (``make conformance-record``)."""
+"""The whole corpus, in the order it runs: kubectl's cases, helm's, the Python client's,
+client-go's. What kube-apiserver answered to each is in ``golden.json``
+(``make conformance-record``)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 
 import attrs
 
-from . import corpus_helm, corpus_kubectl, corpus_python
+from . import corpus_clientgo, corpus_helm, corpus_kubectl, corpus_python
 from .cases import Case
 
 GOLDEN = Path(__file__).parent / "golden.json"
@@ -66,7 +67,12 @@ FIXED: dict[str, str] = {
 
 CASES: list[Case] = [
     attrs.evolve(c, fixed=FIXED[c.name]) if c.name in FIXED else c
-    for c in (*corpus_kubectl.CASES, *corpus_helm.CASES, *corpus_python.CASES)
+    for c in (
+        *corpus_kubectl.CASES,
+        *corpus_helm.CASES,
+        *corpus_python.CASES,
+        *corpus_clientgo.CASES,
+    )
 ]
 BY_NAME = {c.name: c for c in CASES}
 assert len(BY_NAME) == len(CASES), "two cases share a name"

@@ -9,7 +9,7 @@ from collections import Counter
 from pathlib import Path
 
 from . import corpus
-from .cases import Call, Case, Cli, Dynamic, Step
+from .cases import Call, Case, Cli, Dynamic, GoClient, Step
 
 DOC = Path(__file__).parents[2] / "docs" / "conformance.md"
 
@@ -52,6 +52,8 @@ def step_text(step: Step) -> str:
         line = f"{step.api}.{step.method}({', '.join(_args(step.kwargs))})"
     elif isinstance(step, Dynamic):
         line = f"dynamic {step.api_version} {step.kind}.{step.verb}()"
+    elif isinstance(step, GoClient):
+        line = f"cd-conformance-client {step.scenario}"
     else:
         line = f"watch {step.api}.{step.method} for {step.events} event(s)"
     if len(line) > 110:
