@@ -63,6 +63,17 @@ FIXED: dict[str, str] = {
     "python-delete-precondition": "kube-apiserver's 409 for a failed precondition",
     "python-access-review": "reviews carry managedFields",
     "python-self-access-review": "reviews carry managedFields; no reason for system:masters",
+    "clientgo-typed-daemonset": "a DaemonSet's template generation annotation (1, then one more "
+    "for each pod template change)",
+    "clientgo-typed-resourceclaimtemplate": "resource.k8s.io/v1 device requests default to "
+    "allocationMode ExactCount and count 1",
+    "clientgo-typed-service": "a Service's port defaults its targetPort when a protobuf body "
+    "carries it as 0; the creator owns neither the allocated IPs nor the IP families; the "
+    "selector is owned whole; the ports are keyed by port and protocol",
+    "clientgo-dynamic-configmap": "a failed JSON patch test's 422 carries empty details, as "
+    "kube-apiserver's generic response does",
+    "clientgo-watch-expired": "a custom resource's event history starts when its CRD is served, "
+    "as kube-apiserver's watch cache does: a watch from an older resourceVersion is 410 Expired",
 }
 
 CASES: list[Case] = [

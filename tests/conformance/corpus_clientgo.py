@@ -44,8 +44,9 @@ def gadget_crd_ready() -> tuple[Cli, Cli]:
 
 
 # What a controller writes into a DaemonSet or a Job (status, its managedFields entry) lands
-# at a time of its own: those cases leave both out.
-_CONTROLLED = (("status",), ("metadata", "managedFields"))
+# at a time of its own: those cases leave both out of the objects returned (an operation's own
+# "status" is its HTTP status, and stays).
+_CONTROLLED = (("object", "status"), ("items", "status"), ("metadata", "managedFields"))
 
 
 def case(name: str, category: str, *steps: Cli | GoClient, **kw: object) -> Case:
