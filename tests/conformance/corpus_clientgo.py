@@ -12,16 +12,17 @@ from __future__ import annotations
 from .cases import Case, Cli, GoClient, kubectl
 from .manifests import crd_ready
 
-# A CRD for the expired-watch case alone: its storage (kube-apiserver's watch cache) starts
-# when it is established, after the case's namespace was made.
-GADGET_CRD = """\
+# A CRD for the expired-watch case alone (no other case may make it: the helm chart has a
+# Gadget CRD): its storage (kube-apiserver's watch cache) starts when it is established, after
+# the case's namespace was made.
+RELIC_CRD = """\
 apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
-metadata: {name: gadgets.conformance.example.com}
+metadata: {name: relics.conformance.example.com}
 spec:
   group: conformance.example.com
   scope: Namespaced
-  names: {plural: gadgets, singular: gadget, kind: Gadget}
+  names: {plural: relics, singular: relic, kind: Relic}
   versions:
     - name: v1
       served: true
@@ -33,11 +34,11 @@ spec:
 """
 
 
-def gadget_crd_ready() -> tuple[Cli, Cli]:
+def relic_crd_ready() -> tuple[Cli, Cli]:
     return (
-        kubectl("apply", "-f", "-", stdin=GADGET_CRD, setup=True),
+        kubectl("apply", "-f", "-", stdin=RELIC_CRD, setup=True),
         kubectl(
-            "wait", "--for=condition=Established", "crd/gadgets.conformance.example.com",
+            "wait", "--for=condition=Established", "crd/relics.conformance.example.com",
             "--timeout=60s", setup=True,
         ),
     )  # fmt: skip
@@ -65,5 +66,5 @@ CASES: list[Case] = [
     case("dynamic-configmap", "dynamic", GoClient("dynamic-configmap")),
     case("informer-resync", "informer", GoClient("informer-resync")),
     case("apply-conflict", "apply", GoClient("apply-conflict")),
-    case("watch-expired", "watch", *gadget_crd_ready(), GoClient("watch-expired")),
+    case("watch-expired", "watch", *relic_crd_ready(), GoClient("watch-expired")),
 ]

@@ -16,36 +16,36 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// gadgets is the custom resource of the corpus's Gadget CRD, made for this scenario alone: its
+// relics is the custom resource of the corpus's Relic CRD, made for this scenario alone: its
 // storage starts when the CRD is established, so any resourceVersion from before (the
 // namespace's) is older than anything the server keeps for it, on kube-apiserver (its watch
 // cache begins at the list made when the resource's storage starts; compacting etcd does not
 // shorten that history, so it is not how a watch is made to expire) and on the embedded server.
-var gadgets = schema.GroupVersionResource{Group: "conformance.example.com", Version: "v1", Resource: "gadgets"}
+var relics = schema.GroupVersionResource{Group: "conformance.example.com", Version: "v1", Resource: "relics"}
 
 // watchExpired is a watch, and a reflector, from a resourceVersion the server no longer keeps:
 // the watch gets 410 Expired ("too old resource version") as an ERROR event; the reflector,
 // whose first list claims that resourceVersion, gets the same, lists again and then sees a
-// Gadget created after.
+// Relic created after.
 func watchExpired(ctx context.Context, e *env) error {
 	ns, err := e.typed.CoreV1().Namespaces().Get(ctx, e.namespace, metav1.GetOptions{})
-	e.record("get the namespace (its resourceVersion is older than the Gadgets' storage)", nil, err)
+	e.record("get the namespace (its resourceVersion is older than the Relics' storage)", nil, err)
 	if err != nil {
 		return nil
 	}
 	old := ns.ResourceVersion
-	client := e.dynamic.Resource(gadgets).Namespace(e.namespace)
+	client := e.dynamic.Resource(relics).Namespace(e.namespace)
 
 	w, err := client.Watch(ctx, metav1.ListOptions{ResourceVersion: old})
 	if err != nil {
-		e.record("watch gadgets from the namespace's resourceVersion", nil, err)
+		e.record("watch relics from the namespace's resourceVersion", nil, err)
 	} else {
-		e.note("watch gadgets from the namespace's resourceVersion", firstEvents(w, 1))
+		e.note("watch relics from the namespace's resourceVersion", firstEvents(w, 1))
 	}
 
 	lw := &staleListWatch{client: client, stale: old}
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
-	reflector := cache.NewReflectorWithOptions(lw, &unstructured.Unstructured{}, store, cache.ReflectorOptions{Name: "gadgets"})
+	reflector := cache.NewReflectorWithOptions(lw, &unstructured.Unstructured{}, store, cache.ReflectorOptions{Name: "relics"})
 	reflectorCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	go reflector.RunWithContext(reflectorCtx)
@@ -55,16 +55,16 @@ func watchExpired(ctx context.Context, e *env) error {
 	if err != nil {
 		return fmt.Errorf("the reflector did not list again: %w", err)
 	}
-	created, err := client.Create(ctx, object("conformance.example.com/v1", "Gadget", "g1", nil, nil), metav1.CreateOptions{})
-	e.record("create gadget g1", created, err)
+	created, err := client.Create(ctx, object("conformance.example.com/v1", "Relic", "r1", nil, nil), metav1.CreateOptions{})
+	e.record("create relic r1", created, err)
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		_, ok, _ := store.GetByKey(e.namespace + "/g1")
+		_, ok, _ := store.GetByKey(e.namespace + "/r1")
 		return ok, nil
 	})
 	e.note("reflector", map[string]any{
 		"first watch expired":     lw.expiry(),
 		"listed again":            lw.relisted(),
-		"store has g1 after that": err == nil,
+		"store has r1 after that": err == nil,
 		"store keys":              store.ListKeys(),
 	})
 	return nil
@@ -89,7 +89,7 @@ func firstEvents(w watch.Interface, n int) []map[string]any {
 	return out
 }
 
-// staleListWatch lists and watches Gadgets, but its first list answers with a stale
+// staleListWatch lists and watches Relics, but its first list answers with a stale
 // resourceVersion (as a list served before the history was lost would), so the reflector's
 // first watch starts from it. It uses plain list and watch (no watch-list stream).
 type staleListWatch struct {
