@@ -53,7 +53,17 @@ $(PROTO_DESCRIPTORS): sim/computedomain_sim/apiserver/protodescriptors.py | $(ST
 	@command -v go >/dev/null || { echo "error: go is required to build $@ (see README)"; exit 1; }
 	$(PY) -m computedomain_sim.apiserver.protodescriptors --out $@
 
-venv: $(STAMP) $(KUBE_TOOLS) $(PROTO_DESCRIPTORS)
+# The conformance corpus's client-go program (tests/conformance/corpus_clientgo.py), built from
+# the repository's Go module (sim/controlplane, which pins client-go) into .venv/bin, where the
+# corpus finds it as it finds kubectl and helm. A plain `go build` of that one package: it does
+# not build the control plane's binaries (`make kube-bins`).
+CLIENTGO_DIR := sim/controlplane/conformance/cd-conformance-client
+CLIENTGO := $(VENV)/bin/cd-conformance-client
+$(CLIENTGO): $(wildcard $(CLIENTGO_DIR)/*.go) sim/controlplane/go.mod sim/controlplane/go.sum | $(STAMP)
+	@command -v go >/dev/null || { echo "error: go is required to build $@ (see README)"; exit 1; }
+	cd sim/controlplane && go build -o $(abspath $@) ./conformance/cd-conformance-client
+
+venv: $(STAMP) $(KUBE_TOOLS) $(PROTO_DESCRIPTORS) $(CLIENTGO)
 
 # Byte-compile our sources. pip compiles what it installs, but not an editable install's
 # sources, and where PYTHONDONTWRITEBYTECODE is set (as in many CI images) Python never caches

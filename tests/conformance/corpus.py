@@ -1,5 +1,6 @@
-"""The whole corpus, in the order it runs: kubectl's cases, helm's, the Python client's. What
-kube-apiserver answered to each is in ``golden.json`` (``make conformance-record``)."""
+"""The whole corpus, in the order it runs: kubectl's cases, helm's, the Python client's,
+client-go's. What kube-apiserver answered to each is in ``golden.json``
+(``make conformance-record``)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 
 import attrs
 
-from . import corpus_helm, corpus_kubectl, corpus_python
+from . import corpus_clientgo, corpus_helm, corpus_kubectl, corpus_python
 from .cases import Case
 
 GOLDEN = Path(__file__).parent / "golden.json"
@@ -62,11 +63,27 @@ FIXED: dict[str, str] = {
     "python-delete-precondition": "kube-apiserver's 409 for a failed precondition",
     "python-access-review": "reviews carry managedFields",
     "python-self-access-review": "reviews carry managedFields; no reason for system:masters",
+    "clientgo-typed-daemonset": "a DaemonSet's template generation annotation (1, then one more "
+    "for each pod template change)",
+    "clientgo-typed-resourceclaimtemplate": "resource.k8s.io/v1 device requests default to "
+    "allocationMode ExactCount and count 1",
+    "clientgo-typed-service": "a Service's port defaults its targetPort when a protobuf body "
+    "carries it as 0; the creator owns neither the allocated IPs nor the IP families; the "
+    "selector is owned whole; the ports are keyed by port and protocol",
+    "clientgo-dynamic-configmap": "a failed JSON patch test's 422 carries empty details, as "
+    "kube-apiserver's generic response does",
+    "clientgo-watch-expired": "a custom resource's event history starts when its CRD is served, "
+    "as kube-apiserver's watch cache does: a watch from an older resourceVersion is 410 Expired",
 }
 
 CASES: list[Case] = [
     attrs.evolve(c, fixed=FIXED[c.name]) if c.name in FIXED else c
-    for c in (*corpus_kubectl.CASES, *corpus_helm.CASES, *corpus_python.CASES)
+    for c in (
+        *corpus_kubectl.CASES,
+        *corpus_helm.CASES,
+        *corpus_python.CASES,
+        *corpus_clientgo.CASES,
+    )
 ]
 BY_NAME = {c.name: c for c in CASES}
 assert len(BY_NAME) == len(CASES), "two cases share a name"

@@ -24,7 +24,7 @@ from kubernetes.dynamic.exceptions import DynamicApiError
 from tests import binaries
 
 from . import normalise
-from .cases import Call, Case, Cli, Dynamic, Step, Watch
+from .cases import Call, Case, Cli, Dynamic, GoClient, Step, Watch
 
 Result = dict[str, Any]
 
@@ -82,6 +82,8 @@ class Runner:
             result = self._call(case, step.api, step.method, fill(step.kwargs, ns))
         elif isinstance(step, Dynamic):
             result = self._dynamic_call(case, step)
+        elif isinstance(step, GoClient):
+            result = self._go_client(case, step, kubeconfig)
         else:
             result = self._watch(case, step)
         if step.setup:
@@ -113,6 +115,19 @@ class Runner:
             "stdout": normalise.output(done.stdout, args, case.generated, case.drop),
             "stderr": normalise.table(done.stderr, case.generated),
         }
+
+    def _go_client(self, case: Case, step: GoClient, kubeconfig: Path) -> Result:
+        program = binaries.path("cd-conformance-client")
+        done = subprocess.run(
+            [program, "-namespace", case.namespace, step.scenario],
+            capture_output=True, text=True, timeout=150, check=False,
+            env={"PATH": binaries.search_path(), "HOME": str(self.scratch / "home"),
+                 "KUBECONFIG": str(kubeconfig)},
+        )  # fmt: skip
+        if done.returncode != 0:
+            return {"exit": done.returncode, "stderr": normalise.table(done.stderr[-2000:])}
+        steps = json.loads(done.stdout)["steps"]
+        return {"exit": 0, "steps": normalise.data(steps, case.generated, case.drop)}
 
     def _call(self, case: Case, api: str, method: str, kwargs: dict[str, Any]) -> Result:
         target = getattr(getattr(client, api)(self.api), f"{method}_with_http_info")

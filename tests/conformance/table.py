@@ -9,7 +9,7 @@ from collections import Counter
 from pathlib import Path
 
 from . import corpus
-from .cases import Call, Case, Cli, Dynamic, Step
+from .cases import Call, Case, Cli, Dynamic, GoClient, Step
 
 DOC = Path(__file__).parents[2] / "docs" / "conformance.md"
 
@@ -17,12 +17,21 @@ INTRO = """\
 # Conformance of the embedded API server
 
 The conformance corpus (`tests/conformance/`) is a list of API interactions run with kubectl,
-helm and the official Python client against both control planes: the embedded API server of
-[the simulated cluster](embedded-apiserver.md) and kube-apiserver (`--control-plane kube`). Each
-interaction runs in a namespace of its own; every step's result (exit code, output and errors,
-HTTP status and body, the resulting objects) is normalised, replacing what a server generates
-afresh each time (uids, resourceVersions, timestamps and ages, generated name suffixes,
-allocated IPs and node ports, the server's address), and compared.
+helm, the official Python client and client-go against both control planes: the embedded API
+server of [the simulated cluster](embedded-apiserver.md) and kube-apiserver (`--control-plane
+kube`). Each interaction runs in a namespace of its own; every step's result (exit code, output
+and errors, HTTP status and body, the resulting objects) is normalised, replacing what a server
+generates afresh each time (uids, resourceVersions, timestamps and ages, generated name
+suffixes, allocated IPs and node ports, the server's address), and compared.
+
+The client-go interactions are scenarios of our own program, `cd-conformance-client`
+(`sim/controlplane/conformance/`, built with the client-go that `sim/controlplane/go.mod` pins
+into `.venv/bin` by `make venv`): typed clients sending protobuf bodies, the dynamic client, a
+shared informer with a resync, server-side apply through ApplyConfigurations with conflicting
+field managers, and a watch and a reflector from a resourceVersion the server no longer keeps.
+Each prints one JSON transcript: every operation's HTTP status, the media type of the body it
+sent, and the objects it got back or the error's Status; what depends on timing (informer
+resyncs, a reflector's relist) is stated as seen or not, never counted.
 
 kube-apiserver's results are recorded in `tests/conformance/golden.json` by
 `make conformance-record`. `make test` runs the corpus on the embedded server and compares with
@@ -52,6 +61,8 @@ def step_text(step: Step) -> str:
         line = f"{step.api}.{step.method}({', '.join(_args(step.kwargs))})"
     elif isinstance(step, Dynamic):
         line = f"dynamic {step.api_version} {step.kind}.{step.verb}()"
+    elif isinstance(step, GoClient):
+        line = f"cd-conformance-client {step.scenario}"
     else:
         line = f"watch {step.api}.{step.method} for {step.events} event(s)"
     if len(line) > 110:

@@ -30,7 +30,6 @@ def mutate(
     omitempty.drop_zero_values(rt.group, rt.kind, obj, builtin=not rt.custom)
     if _is_service(rt):
         services.defaults(obj)
-        services.allocate(state, obj, old)
     if rt.group == "apiextensions.k8s.io" and rt.kind == "CustomResourceDefinition":
         crds.prepare_crd(obj, create=create, now=objects.rfc3339(state.clock()))
     if not rt.custom:
@@ -43,6 +42,18 @@ def mutate(
     unknown: list[str] = []
     pruned = schema.prune(obj, unknown=unknown)
     return schema.default(pruned), unknown
+
+
+def prepare(
+    state: ApiState, rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None
+) -> None:
+    """What kube-apiserver's registry sets after the field manager has recorded the request
+    (so no client owns it): a Service's IP families, cluster IP and node ports, a DaemonSet's
+    template generation."""
+    if _is_service(rt):
+        services.allocate(state, obj, old)
+    elif not rt.custom and rt.group == "apps" and rt.kind == "DaemonSet":
+        defaults.daemonset_template_generation(obj, old)
 
 
 def _is_service(rt: ResourceType) -> bool:

@@ -264,6 +264,7 @@ class CrdController:
         except (KeyError, TypeError, AttributeError):
             return
         group, plural = spec["group"], spec["names"]["plural"]
+        self.state.store.start_history((group, plural))
         before = {
             rt.version: self._schemas_of.get((group, rt.version, plural))
             for rt in self.state.registry.versions((group, plural))

@@ -98,6 +98,36 @@ def daemonset(obj: Obj, create: bool) -> None:
         st.setdefault(field, 0)
 
 
+TEMPLATE_GENERATION = "deprecated.daemonset.template.generation"
+
+
+def daemonset_template_generation(obj: Obj, old: Obj | None) -> None:
+    """The annotation apps/v1 carries a DaemonSet's template generation in: 1 on create (or
+    what the client set), one more on an update that changes the pod template, as kube's
+    DaemonSet strategy counts it."""
+    meta = obj.setdefault("metadata", {})
+    if not isinstance(meta, dict):
+        return
+    if old is None:
+        generation = max(_int((meta.get("annotations") or {}).get(TEMPLATE_GENERATION)), 1)
+    else:
+        generation = _int(((old.get("metadata") or {}).get("annotations") or {}).get(
+            TEMPLATE_GENERATION))  # fmt: skip
+        if (obj.get("spec") or {}).get("template") != (old.get("spec") or {}).get("template"):
+            generation += 1
+    annotations = meta.get("annotations")
+    if not isinstance(annotations, dict):
+        annotations = meta["annotations"] = {}
+    annotations[TEMPLATE_GENERATION] = str(generation)
+
+
+def _int(value: Any) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0
+
+
 def deployment(obj: Obj, create: bool) -> None:
     spec = obj.get("spec")
     if isinstance(spec, dict):
@@ -220,6 +250,28 @@ def node(obj: Obj, create: bool) -> None:
 def resourceclaim(obj: Obj, create: bool) -> None:
     if create:
         obj.pop("status", None)
+    device_requests(obj.get("spec"))
+
+
+def resourceclaimtemplate(obj: Obj, create: bool) -> None:
+    device_requests((obj.get("spec") or {}).get("spec"))
+
+
+def device_requests(claim_spec: Any) -> None:
+    """resource.k8s.io/v1's request defaults: allocationMode ExactCount, and then count 1, for
+    an exact request and each first-available subrequest."""
+    devices = claim_spec.get("devices") if isinstance(claim_spec, dict) else None
+    requests = devices.get("requests") if isinstance(devices, dict) else None
+    for request in requests if isinstance(requests, list) else ():
+        if not isinstance(request, dict):
+            continue
+        exact = request.get("exactly")
+        subrequests = request.get("firstAvailable")
+        for each in [exact, *(subrequests if isinstance(subrequests, list) else ())]:
+            if isinstance(each, dict):
+                each.setdefault("allocationMode", "ExactCount")
+                if each["allocationMode"] == "ExactCount" and not each.get("count"):
+                    each["count"] = 1
 
 
 _BY_KIND: dict[tuple[str, str], Callable[[Obj, bool], None]] = {
@@ -234,6 +286,7 @@ _BY_KIND: dict[tuple[str, str], Callable[[Obj, bool], None]] = {
     ("", "Node"): node,
     ("apiextensions.k8s.io", "CustomResourceDefinition"): crd,
     ("resource.k8s.io", "ResourceClaim"): resourceclaim,
+    ("resource.k8s.io", "ResourceClaimTemplate"): resourceclaimtemplate,
 }
 
 

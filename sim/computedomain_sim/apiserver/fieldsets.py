@@ -127,9 +127,9 @@ def atomic_map(shape: Shape) -> bool:
 
 
 def atomic(value: Any, shape: Shape) -> bool:
-    """Whether ``value`` is owned whole: an atomic map of a schema, or a built-in
-    LabelSelector (``selector: {matchLabels, matchExpressions}``, an atomic struct in
-    Kubernetes' types; a Service's ``selector`` is a plain map)."""
+    """Whether ``value`` is owned whole: an atomic map of a schema, or a built-in ``selector``:
+    a LabelSelector (``{matchLabels, matchExpressions}``, an atomic struct in Kubernetes'
+    types) or a plain map (a Service's or a ReplicationController's, ``+mapType=atomic``)."""
     if atomic_map(shape):
         return True
     return (
@@ -137,7 +137,6 @@ def atomic(value: Any, shape: Shape) -> bool:
         and shape.name == "selector"
         and isinstance(value, dict)
         and bool(value)
-        and set(value) <= {"matchLabels", "matchExpressions"}
     )
 
 
@@ -147,6 +146,8 @@ def item_key(value: Any, keys: tuple[str, ...], field: str = "") -> str:
         return "v:" + json.dumps(value, separators=(",", ":"))
     if not isinstance(value, dict):
         return "v:" + json.dumps(value, separators=(",", ":"))
+    if field == "ports" and "containerPort" not in value and "port" in value:
+        keys = ("port", "protocol")  # a Service's ports, not a container's
     key = {}
     for name in sorted(keys):
         if name in value:

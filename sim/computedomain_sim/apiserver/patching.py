@@ -77,7 +77,7 @@ def apply_patch(rt: ResourceType, content_type: str, old: dict[str, Any], body: 
             message = str(exc)
             if message.startswith("testing value"):  # kube-apiserver says only this
                 message = "the server rejected our request due to an error in our request"
-            raise status.ApiStatusError(422, "Invalid", message) from None
+            raise status.ApiStatusError(422, "Invalid", message, empty_details=True) from None
     if media == STRATEGIC and not rt.custom:
         patch = _decode(body)
         if not isinstance(patch, dict):

@@ -32,15 +32,13 @@ def defaults(obj: dict[str, Any]) -> None:
         return
     spec.setdefault("sessionAffinity", "None")
     spec.setdefault("internalTrafficPolicy", "Cluster")
-    spec.setdefault("ipFamilies", ["IPv4"])
-    spec.setdefault("ipFamilyPolicy", "SingleStack")
     if spec["type"] in ("NodePort", "LoadBalancer"):
         spec.setdefault("externalTrafficPolicy", "Cluster")
     for port in spec.get("ports") or ():
         if isinstance(port, dict):
             port.setdefault("protocol", "TCP")
-            if "port" in port:
-                port.setdefault("targetPort", port["port"])
+            if "port" in port and port.get("targetPort") in (None, 0, ""):
+                port["targetPort"] = port["port"]  # unset (protobuf bodies carry it as 0)
     obj.setdefault("status", {"loadBalancer": {}})
 
 
@@ -58,12 +56,15 @@ def _used(state: ApiState) -> tuple[set[str], set[int]]:
 
 
 def allocate(state: ApiState, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-    """Give a Service its cluster IP and node ports: kept from ``old`` on update, chosen free on
-    create. A requested address or port that is taken or out of range is left for
-    :func:`validate` to refuse."""
+    """Give a Service its IP families, cluster IP and node ports: kept from ``old`` on update,
+    chosen free on create. A requested address or port that is taken or out of range is left
+    for :func:`validate` to refuse. Like kube-apiserver's Service registry, this runs after the
+    field manager has recorded the request: the client does not own what is allocated."""
     spec = obj.get("spec")
     if not isinstance(spec, dict) or spec.get("type") == "ExternalName":
         return
+    spec.setdefault("ipFamilies", ["IPv4"])
+    spec.setdefault("ipFamilyPolicy", "SingleStack")
     if old is not None:
         old_spec = old.get("spec") or {}
         for field in ("clusterIP", "clusterIPs"):

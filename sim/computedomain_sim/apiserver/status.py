@@ -109,8 +109,11 @@ class ApiStatusError(Exception):
         kind: str | None = None,
         causes: Sequence[FieldCause] = (),
         retry_after_seconds: int | None = None,
+        empty_details: bool = False,
     ) -> None:
         super().__init__(message)
+        # kube-apiserver's generic responses (NewGenericServerResponse) carry "details": {}
+        self.empty_details = empty_details
         self.code = code
         self.reason = reason
         self.message = message
@@ -142,7 +145,7 @@ class ApiStatusError(Exception):
             details["causes"] = [c.to_json() for c in self.causes]
         if self.retry_after_seconds is not None:
             details["retryAfterSeconds"] = self.retry_after_seconds
-        if details:
+        if details or self.empty_details:
             body["details"] = details
         return body
 

@@ -143,6 +143,13 @@ class Store:
             b = self._buckets[skey] = Bucket(self.history_start)
         return b
 
+    def start_history(self, skey: StorageKey) -> None:
+        """A resource's storage starts now (a CRD is first served): its window begins at the
+        current resourceVersion, as kube-apiserver's watch cache for it does, so a watch from
+        an older version is 410 Expired. A resource already stored keeps its window."""
+        if skey not in self._buckets:
+            self._buckets[skey] = Bucket(self.rv)
+
     def get(self, skey: StorageKey, key: str) -> Entry | None:
         b = self._buckets.get(skey)
         return None if b is None else b.objects.get(key)

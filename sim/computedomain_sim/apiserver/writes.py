@@ -190,6 +190,9 @@ def create(
         managedfields.record_update(state, rt, None, obj, author)  # what was applied, no defaults
     obj, unknown = admission.mutate(state, rt, obj, create=True)
     warnings = _field_validation(rt, unknown, field_validation)
+    if author is not None and operation != managedfields.APPLY:
+        managedfields.record_update(state, rt, None, obj, author)
+    admission.prepare(state, rt, obj, None)
     admission.validate(state, rt, obj, None)
     assert isinstance(name, str)
     if rt.namespaced:
@@ -203,8 +206,6 @@ def create(
     key = objects.key_of(namespace, name)
     if state.store.get(rt.storage_key, key) is not None:
         raise status.already_exists(rt.plural, rt.group, name)
-    if author is not None and operation != managedfields.APPLY:
-        managedfields.record_update(state, rt, None, obj, author)
     ev = commit(state, rt, key, obj)
     return WriteResult(ev.new, created=True, warnings=warnings)
 
@@ -323,6 +324,7 @@ def replace(
         )
     elif "managedFields" in om:
         meta.setdefault("managedFields", om["managedFields"])
+    admission.prepare(state, rt, obj, old)
     if obj == old:
         return WriteResult(current, warnings=warnings)
     admission.validate(state, rt, obj, old, status_only=subresource == "status")

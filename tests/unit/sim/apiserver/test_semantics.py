@@ -216,3 +216,65 @@ def test_namespace_lifecycle(server: EmbeddedApiServer, state: ApiState) -> None
         **entry.decode()["metadata"], "finalizers": []}})  # fmt: skip
     collector.step()
     assert get(state, ns_rt, "gone") is None
+
+
+def test_a_custom_resource_history_starts_when_served() -> None:
+    store = Store()
+    store.commit(("", "namespaces"), "ns", {"metadata": {"name": "ns", "uid": "1"}})
+    before = store.rv
+    store.commit(("", "configmaps"), "ns/a", {"metadata": {"name": "a", "uid": "2"}})
+    store.start_history(("example.com", "things"))
+    with pytest.raises(TooOldError):
+        store.events_since(("example.com", "things"), before)
+    assert store.events_since(("example.com", "things"), store.rv) == []
+    store.start_history(("", "configmaps"))  # already stored: keeps its window
+    assert [e.type for e in store.events_since(("", "configmaps"), before)] == ["ADDED"]
+
+
+def test_daemonset_template_generation(state: ApiState) -> None:
+    ds_rt = rt(state, "apps", "daemonsets")
+    body = {
+        "metadata": {"name": "ds"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "x"}},
+            "template": {
+                "metadata": {"labels": {"app": "x"}},
+                "spec": {"containers": [{"name": "c", "image": "i"}]},
+            },
+        },
+    }
+    ds = writes.create(state, ds_rt, NS, body).entry.decode()
+    generation = "deprecated.daemonset.template.generation"
+    assert ds["metadata"]["annotations"] == {generation: "1"}
+    ds["metadata"]["labels"] = {"a": "b"}
+    ds = writes.update(state, ds_rt, NS, "ds", ds).entry.decode()
+    assert ds["metadata"]["annotations"] == {generation: "1"}, "the template did not change"
+    ds["spec"]["template"]["spec"]["containers"][0]["image"] = "j"
+    ds = writes.update(state, ds_rt, NS, "ds", ds).entry.decode()
+    assert ds["metadata"]["annotations"] == {generation: "2"}
+
+
+def test_resource_claim_template_request_defaults(state: ApiState) -> None:
+    rct_rt = rt(state, "resource.k8s.io", "resourceclaimtemplates")
+    request = {"name": "r", "exactly": {"deviceClassName": "c"}}
+    body = {"metadata": {"name": "t"}, "spec": {"spec": {"devices": {"requests": [request]}}}}
+    rct = writes.create(state, rct_rt, NS, body).entry.decode()
+    exactly = rct["spec"]["spec"]["devices"]["requests"][0]["exactly"]
+    assert exactly == {"deviceClassName": "c", "allocationMode": "ExactCount", "count": 1}
+
+
+def test_service_creator_owns_no_allocated_fields(state: ApiState) -> None:
+    svc_rt = rt(state, "", "services")
+    body = {
+        "metadata": {"name": "s"},
+        "spec": {"selector": {"app": "x"}, "ports": [{"port": 80, "targetPort": 0}]},
+    }
+    svc = writes.create(state, svc_rt, NS, body, manager="me").entry.decode()
+    assert svc["spec"]["clusterIP"]
+    assert svc["spec"]["ipFamilies"] == ["IPv4"]
+    assert svc["spec"]["ports"][0]["targetPort"] == 80
+    (entry,) = svc["metadata"]["managedFields"]
+    owned = entry["fieldsV1"]["f:spec"]
+    assert not {"f:clusterIP", "f:clusterIPs", "f:ipFamilies", "f:ipFamilyPolicy"} & set(owned)
+    assert owned["f:selector"] == {}, "a Service's selector is owned whole"
+    assert 'k:{"port":80,"protocol":"TCP"}' in owned["f:ports"]
