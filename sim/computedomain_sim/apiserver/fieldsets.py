@@ -21,7 +21,10 @@ from .schema_nodes import Node
 from .strategic import MERGE_KEYS, PRIMITIVE_MERGE
 
 FieldSet = dict[str, Any]
+# Fields of two objects nobody owns (True), or whose own fields are ignored in turn.
+Ignored = dict[str, Any]
 SELF: Final = "."
+_ABSENT: Final = object()
 
 # Built-in fields that are maps (string -> value), not structs: a set map is a member itself.
 _BUILTIN_MAPS: Final = frozenset(
@@ -211,23 +214,48 @@ def _self_member(value: Any, shape: Shape, item: bool) -> bool:
     return _container(value, shape)
 
 
-def changed(old: Any, new: Any, shape: Shape) -> tuple[FieldSet, FieldSet]:
+def changed(
+    old: Any, new: Any, shape: Shape, ignore: Ignored | None = None
+) -> tuple[FieldSet, FieldSet]:
     """(members of ``new`` that are new or have another value, members of ``old`` gone in
     ``new``), below the node both are at (two objects, or two lists, with members). Equal
     subtrees are skipped at once, before anything is built for them: an ordinary update changes
-    a few fields of a large object."""
+    a few fields of a large object. ``ignore`` names the fields of two objects that nobody owns
+    (``True``), or whose own fields are ignored as it says in turn: they are left out as if
+    neither object had them, without copying either."""
     added: FieldSet = {}
     removed: FieldSet = {}
     if isinstance(new, dict):
         for name, new_value in new.items():
-            if name not in old:
-                added["f:" + name] = _member(new_value, shape.child(name))
-            elif old[name] != new_value:
+            old_value = old.get(name, _ABSENT)
+            if old_value is new_value:
+                continue
+            sub_ignore = ignore.get(name) if ignore else None
+            if sub_ignore is True:
+                continue
+            if old_value is _ABSENT:
+                node = _present(new_value, shape.child(name), sub_ignore)
+                if node is not None:
+                    added["f:" + name] = node
+            elif old_value != new_value:
+                if _scalar(old_value) and _scalar(new_value):
+                    added["f:" + name] = {}  # a leaf that changed
+                    continue
                 sub_shape = shape.child(name)
-                _compare("f:" + name, old[name], new_value, sub_shape, (added, removed), item=False)
-        for name, old_value in old.items():
-            if name not in new:
-                removed["f:" + name] = _member(old_value, shape.child(name))
+                _compare(
+                    "f:" + name, old_value, new_value, sub_shape, (added, removed),
+                    item=False, ignore=sub_ignore,
+                )  # fmt: skip
+        if old.keys() - new.keys():
+            for name, old_value in old.items():
+                if name in new:
+                    continue
+                sub_ignore = ignore.get(name) if ignore else None
+                if sub_ignore is True:
+                    continue
+                node = _present(old_value, shape.child(name), sub_ignore)
+                if node is not None:
+                    removed["f:" + name] = node
         return added, removed
     old_children = _children(old, shape)
     new_children = _children(new, shape)
@@ -243,6 +271,51 @@ def changed(old: Any, new: Any, shape: Shape) -> tuple[FieldSet, FieldSet]:
     return added, removed
 
 
+def without(obj: dict[str, Any], ignore: Ignored) -> dict[str, Any]:
+    """``obj`` without the fields ``ignore`` names (as :func:`changed` leaves them out); a
+    field left empty by its own ignored fields is left out too."""
+    out: dict[str, Any] = {}
+    for name, value in obj.items():
+        sub_ignore = ignore.get(name)
+        if sub_ignore is True:
+            continue
+        if not sub_ignore:
+            out[name] = value
+        elif _kept(value, sub_ignore):
+            out[name] = _without(value, sub_ignore)
+    return out
+
+
+def _without(value: Any, ignore: Ignored) -> Any:
+    return without(value, ignore) if isinstance(value, dict) else value
+
+
+def _present(
+    value: Any, shape: Shape, ignore: Ignored | None, *, item: bool = False
+) -> FieldSet | None:
+    """The member set of ``value`` once ``ignore`` is left out; ``None`` when nothing is left."""
+    if ignore:
+        if not _kept(value, ignore):
+            return None
+        value = _without(value, ignore)
+    return _member(value, shape, item=item)
+
+
+def _kept(value: Any, ignore: Ignored) -> bool:
+    """Whether anything of ``value`` is left once ``ignore`` is left out (without copying)."""
+    if not isinstance(value, dict):
+        return True
+    for name, sub in value.items():
+        sub_ignore = ignore.get(name)
+        if sub_ignore is not True and (not sub_ignore or _kept(sub, sub_ignore)):
+            return True
+    return False
+
+
+def _scalar(value: Any) -> bool:
+    return not isinstance(value, dict | list)
+
+
 def _compare(
     key: str,
     old_value: Any,
@@ -251,18 +324,27 @@ def _compare(
     into: tuple[FieldSet, FieldSet],
     *,
     item: bool,
+    ignore: Ignored | None = None,
 ) -> None:
     """Record in ``into`` (added, removed) how the member ``key`` changed (its values differ)."""
     added, removed = into
+    if ignore and not (_kept(old_value, ignore) and _kept(new_value, ignore)):
+        for side, value in ((added, new_value), (removed, old_value)):  # one side at most
+            node = _present(value, shape, ignore, item=item)
+            if node is not None:
+                side[key] = node
+        return
     both = _granular(old_value, shape) and _granular(new_value, shape)
     if not both or type(old_value) is not type(new_value):
+        if ignore:
+            old_value, new_value = _without(old_value, ignore), _without(new_value, ignore)
         present = _member(new_value, shape, item=item)
         added[key] = present
         gone = difference({key: _member(old_value, shape, item=item)}, {key: present})
         if gone:
             removed[key] = gone[key]
         return
-    sub_added, sub_removed = changed(old_value, new_value, shape)
+    sub_added, sub_removed = changed(old_value, new_value, shape, ignore)
     was = item or not old_value or _container(old_value, shape)  # _self_member, both granular
     is_ = item or not new_value or _container(new_value, shape)
     node = _join(is_ and not was, sub_added)

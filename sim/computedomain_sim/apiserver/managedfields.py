@@ -13,6 +13,7 @@ Pure; called by :mod:`.writes`. Field sets and shapes are in :mod:`.fieldsets`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Final
 
@@ -79,22 +80,23 @@ def shape_of(state: ApiState, rt: ResourceType) -> Shape:
     return fieldsets.BuiltinShape()
 
 
-def _tracked(rt: ResourceType, obj: dict[str, Any], subresource: str) -> dict[str, Any]:
-    """The part of ``obj`` whose fields are owned: no identity or server fields; the status
-    alone on ``/status`` and never on the object itself (for kinds with a status)."""
-    view = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
-    meta = view.get("metadata")
-    if isinstance(meta, dict):
-        meta = {k: v for k, v in meta.items() if k not in _IGNORED_META}
-        if meta:
-            view["metadata"] = meta
-        else:
-            view.pop("metadata")
+_META_IGNORED: Final = dict.fromkeys(_IGNORED_META, True)
+_OBJECT_IGNORED: Final = {"apiVersion": True, "kind": True, "metadata": _META_IGNORED}
+_OBJECT_IGNORED_NO_STATUS: Final = {**_OBJECT_IGNORED, "status": True}
+
+
+def _ignored(rt: ResourceType, subresource: str, *objs: dict[str, Any]) -> fieldsets.Ignored:
+    """The fields of ``objs`` nobody owns: identity and server fields; everything but the
+    status on ``/status``, and the status on the object itself (for kinds with a status)."""
     if subresource == "status":
-        return {k: v for k, v in view.items() if k in ("status", "metadata")}
-    if rt.has_status:
-        view.pop("status", None)
-    return view
+        others = {name: True for obj in objs for name in obj if name not in ("status", "metadata")}
+        return {**others, "metadata": _META_IGNORED}
+    return _OBJECT_IGNORED_NO_STATUS if rt.has_status else _OBJECT_IGNORED
+
+
+def _tracked(rt: ResourceType, obj: dict[str, Any], subresource: str) -> dict[str, Any]:
+    """The part of ``obj`` whose fields are owned (see :func:`_ignored`)."""
+    return fieldsets.without(obj, _ignored(rt, subresource, obj))
 
 
 def _entries(obj: dict[str, Any]) -> list[dict[str, Any]]:
@@ -175,10 +177,9 @@ def record_update(
         tracked = _tracked(rt, new, manager.subresource)
         added = fieldsets.of_value(tracked, shape, apply=manager.operation == APPLY)
     else:
-        added, removed = fieldsets.changed(
-            _tracked(rt, old, manager.subresource), _tracked(rt, new, manager.subresource), shape
-        )
-    _store(new, _updated(entries, manager, added, removed, state.clock()))
+        ignored = _ignored(rt, manager.subresource, old, new)
+        added, removed = fieldsets.changed(old, new, shape, ignored)
+    _store(new, _updated(entries, manager, added, removed, state.clock))
 
 
 def _updated(
@@ -186,8 +187,10 @@ def _updated(
     manager: Manager,
     added: FieldSet,
     removed: FieldSet,
-    now: datetime,
+    clock: Callable[[], datetime],
 ) -> list[dict[str, Any]]:
+    """The entries once ``manager`` has added and removed fields (the clock is read only for
+    an entry that changes)."""
     if not added and not removed:
         return entries
     out = []
@@ -199,7 +202,8 @@ def _updated(
         fields = _fields(entry)
         if manager.operation == UPDATE:
             fields = fieldsets.difference(fields, added)
-        fields = fieldsets.difference(fields, removed)
+        if removed:
+            fields = fieldsets.difference(fields, removed)
         if fields:
             out.append(entry if fields == _fields(entry) else {**entry, "fieldsV1": fields})
     own = _fields(mine or {})
@@ -211,8 +215,8 @@ def _updated(
         if mine is not None and own == _fields(mine):
             out.append(mine)
         else:
-            out.append(_entry(manager, own, now))
-    return _sorted(out)
+            out.append(_entry(manager, own, clock()))
+    return _sorted(out) if len(out) > 1 else out
 
 
 def _store(obj: dict[str, Any], entries: list[dict[str, Any]]) -> None:
