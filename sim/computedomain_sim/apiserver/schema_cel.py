@@ -13,7 +13,9 @@ Semantics follow apiextensions-apiserver ``pkg/apiserver/schema/cel/validation.g
 - A runtime error reads ``<error> evaluating rule: <rule or message>``, or for a missing overload
   ``'no such overload': call arguments did not match a supported operator, function or macro
   signature for rule: ...``, with the schema type as the value.
-- Ratcheting: on update a non-transition rule's failure at an unchanged node is dropped.
+- Ratcheting: on update a non-transition rule's failure at an unchanged node is dropped, so
+  such a rule is not evaluated there; nor is the immutability rule (``self == oldSelf``), which
+  holds wherever the value did not change.
 
 Not modelled: the cost budget, ``optionalOldSelf`` (treated as a plain transition rule),
 ``date-time``/``duration`` string formats as CEL timestamps, and list-type set/map equality
@@ -47,10 +49,14 @@ _STRING_LITERAL = re.compile(r"'(?:\\.|[^'\\])*'|\"(?:\\.|[^\"\\])*\"")
 _OLD_SELF = re.compile(r"\boldSelf\b")
 _FIELD_PATH_PART = re.compile(r"\.([A-Za-z_][A-Za-z0-9_-]*)|\['((?:\\.|[^'\\])*)'\]")
 _MAX_MESSAGE: Final = 5120
+_SPACE = re.compile(r"\s+")
+_IMMUTABILITY: Final = frozenset({"self==oldSelf", "oldSelf==self"})
 
 
 class _Rule:
-    __slots__ = ("error_text", "field_path", "message", "message_expr", "program", "reason")
+    __slots__ = (
+        "error_text", "field_path", "immutability", "message", "message_expr", "program", "reason"
+    )  # fmt: skip
 
     def __init__(self, node: Node, index: int, raw: Mapping[str, Any]) -> None:
         where = f"{node.path}.x-kubernetes-validations[{index}]"
@@ -58,6 +64,7 @@ class _Rule:
         if not isinstance(rule, str) or not rule.strip():
             raise SchemaError(f"{where}.rule: Required value")
         self.program = _compile(rule, f"{where}.rule")
+        self.immutability = _SPACE.sub("", rule) in _IMMUTABILITY
         if self.program.return_type not in ("BOOL", "DYN"):
             raise SchemaError(
                 f"{where}.rule: Invalid value: {msg.go_quote(rule)}: must evaluate to a bool"
@@ -191,14 +198,18 @@ def compile_cel_checks(node: Node) -> CelCheck | None:
             old = NO_OLD
         if rules:
             unchanged = old is not NO_OLD and json_equal(value, old)
-            activation = {"self": convert(value)}
-            if old is not NO_OLD:
-                activation["oldSelf"] = convert(old)
+            activation: dict[str, Any] | None = None
             for rule, transition in zip(rules, transitions, strict=True):
                 if transition and old is NO_OLD:
                     continue
+                if unchanged and (not transition or rule.immutability):
+                    continue  # its failure would be ratcheted, or it holds
+                if activation is None:
+                    activation = {"self": convert(value)}
+                    if old is not NO_OLD:
+                        activation["oldSelf"] = convert(old)
                 cause = _run(rule, activation, value, type_name, path)
-                if cause is not None and (transition or not unchanged):
+                if cause is not None:
                     out.append(cause)
         if isinstance(value, dict):
             old_map = old if correlatable and isinstance(old, dict) else None
