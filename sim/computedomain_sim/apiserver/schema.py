@@ -80,14 +80,14 @@ class StructuralSchema:
         return schema
 
     def default(self, obj: dict[str, Any]) -> dict[str, Any]:
-        """A new object with the schema's defaults applied and non-nullable nulls dropped; pure."""
+        """``obj`` with the schema's defaults applied and non-nullable nulls dropped; pure: a
+        new object that shares what did not change with ``obj``, or ``obj`` itself."""
         result = self._default(obj)
         return result if isinstance(result, dict) else obj
 
     def prune(self, obj: dict[str, Any], *, unknown: list[str] | None = None) -> dict[str, Any]:
         """A new object without the fields the schema does not name; ``obj`` is not changed, but
-        shares with the result the subtrees kept whole (``metadata``, preserved unknown fields):
-        :meth:`default` of the result is a wholly new object.
+        shares with the result the subtrees kept whole (``metadata``, preserved unknown fields).
 
         ``apiVersion``, ``kind`` and ``metadata`` are kept at the root. When ``unknown`` is a list,
         the paths of the removed fields are appended to it, sorted (for ``unknown field "<path>"``

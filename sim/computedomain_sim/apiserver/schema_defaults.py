@@ -1,9 +1,10 @@
 """Defaulting and pruning of custom resources, compiled per schema into copy-on-walk closures.
 
-Called by :class:`.schema.StructuralSchema`. Neither changes its input. Defaulting returns a
-wholly new object; pruning rebuilds what the schema describes but shares the subtrees it keeps
-whole (``metadata``, preserved unknown fields) with its input: the API server defaults every
-pruned object, which copies them, so a second copy would only cost time.
+Called by :class:`.schema.StructuralSchema`. Neither changes its input, and both share with it
+what they leave as it was: pruning rebuilds what the schema describes but shares the subtrees it
+keeps whole (``metadata``, preserved unknown fields); defaulting copies only the objects and
+lists on the way to a default it adds or a null it drops, so an object that has its defaults
+already (every update of a stored one) costs a walk and no copy.
 
 Semantics follow apiextensions-apiserver:
 
@@ -31,9 +32,10 @@ _META_FIELDS: Final = frozenset({"apiVersion", "kind", "metadata"})
 
 
 def compile_defaulter(node: Node | None) -> Defaulter:
-    """The defaulting closure for ``node``: pure, returns a new value."""
+    """The defaulting closure for ``node``: pure, returns the value itself when nothing in it
+    changes, else a new value that shares its unchanged subtrees with the input."""
     if node is None:
-        return jsoncodec.copy
+        return _same
     props: dict[str, tuple[Defaulter, Node]] = {
         name: (compile_defaulter(sub), sub) for name, sub in node.properties.items()
     }
@@ -51,35 +53,58 @@ def compile_defaulter(node: Node | None) -> Defaulter:
 
     def apply(value: Any) -> Any:
         if isinstance(value, dict):
-            out: dict[str, Any] = {}
+            out: dict[str, Any] | None = None  # the copy, made at the first change
             for key, sub_value in value.items():
                 entry = props.get(key) or additional
                 if entry is None:
-                    out[key] = jsoncodec.copy(sub_value)
                     continue
                 sub_apply, sub_node = entry
                 if sub_value is None and not sub_node.nullable:
-                    if sub_node.has_default:
-                        out[key] = sub_apply(jsoncodec.copy(sub_node.default))
-                    continue  # PruneNonNullableNullsWithoutDefaults
-                out[key] = sub_apply(sub_value)
+                    new = (
+                        sub_apply(jsoncodec.copy(sub_node.default))
+                        if sub_node.has_default
+                        else _DROPPED  # PruneNonNullableNullsWithoutDefaults
+                    )
+                else:
+                    new = sub_apply(sub_value)
+                    if new is sub_value:
+                        continue
+                if out is None:
+                    out = dict(value)
+                if new is _DROPPED:
+                    del out[key]
+                else:
+                    out[key] = new
             for key, default, sub_apply in with_default:
-                if key not in out and key not in value:
+                if key not in value:
+                    if out is None:
+                        out = dict(value)
                     out[key] = sub_apply(jsoncodec.copy(default))
-            return out
-        if isinstance(value, list):
-            if items is None:
-                return jsoncodec.copy(value)
+            return value if out is None else out
+        if isinstance(value, list) and items is not None:
             item_apply, item_node = items
-            return [
-                item_apply(jsoncodec.copy(item_node.default))
-                if v is None and not item_node.nullable and item_node.has_default
-                else item_apply(v)
-                for v in value
-            ]
+            replaced: list[Any] | None = None
+            for i, v in enumerate(value):
+                if v is None and not item_node.nullable and item_node.has_default:
+                    new_item = item_apply(jsoncodec.copy(item_node.default))
+                else:
+                    new_item = item_apply(v)
+                    if new_item is v:
+                        continue
+                if replaced is None:
+                    replaced = list(value)
+                replaced[i] = new_item
+            return value if replaced is None else replaced
         return value
 
     return apply
+
+
+_DROPPED: Final = object()
+
+
+def _same(value: Any) -> Any:
+    return value
 
 
 def _record(unknown: list[str] | None, path: str, key: str) -> None:

@@ -139,6 +139,15 @@ def test_defaults_are_copies() -> None:
     assert SCHEMA.default({"spec": {}})["spec"]["nested"] == {"level": "info"}
 
 
+def test_an_object_with_its_defaults_is_not_copied() -> None:
+    defaulted = SCHEMA.default({"spec": {}, "metadata": {"name": "a"}})
+    assert SCHEMA.default(defaulted) is defaulted
+    changed = SCHEMA.default({**defaulted, "spec": {**defaulted["spec"], "nested": None}})
+    assert changed["spec"]["nested"] == {"level": "info"}
+    assert changed["metadata"] is defaulted["metadata"]  # shared, being unchanged
+    assert defaulted["spec"]["nested"] == {"level": "info"}
+
+
 PRUNE_CASES = [
     (
         "unknown fields go",
