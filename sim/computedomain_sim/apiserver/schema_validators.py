@@ -129,6 +129,9 @@ def json_equal(a: Any, b: Any) -> bool:
         return True
     if a != b:
         return False
+    kind = type(a)
+    if kind is type(b) and kind is not dict and kind is not list:
+        return True  # equal scalars of one type
     if isinstance(a, dict | list):
         try:
             if orjson.dumps(a, option=orjson.OPT_SORT_KEYS) == orjson.dumps(
