@@ -236,6 +236,14 @@ def test_unchanged_fields_ratchet_non_transition_rules() -> None:
     assert _run(schema, 2, 1) == ["spec.f: Invalid value: 2: too small"]
 
 
+def test_transition_rules_run_on_unchanged_fields_and_the_immutability_rule_holds() -> None:
+    must_change = _with_rules({"type": "integer"}, {"rule": "self != oldSelf", "message": "bump"})
+    assert _run(must_change, 1, 1) == ["spec.f: Invalid value: 1: bump"]
+    immutable = _with_rules({"type": "integer"}, {"rule": " oldSelf==self ", "message": "fixed"})
+    assert _run(immutable, 1, 1) == []
+    assert _run(immutable, 2, 1) == ["spec.f: Invalid value: 2: fixed"]
+
+
 def test_root_rule_sees_only_name_in_metadata() -> None:
     schema = StructuralSchema.compile(
         {

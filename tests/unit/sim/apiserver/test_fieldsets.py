@@ -60,6 +60,19 @@ def test_what_changed_explains_the_members_after(old: dict[str, Any], new: dict[
         assert added == removed == {}
 
 
+_IGNORE = {"a": True, "b": {"labels": True, "image": True}}
+
+
+@given(_objects, _objects)
+def test_ignored_fields_are_left_out_as_if_neither_object_had_them(
+    old: dict[str, Any], new: dict[str, Any]
+) -> None:
+    left_old, left_new = fieldsets.without(old, _IGNORE), fieldsets.without(new, _IGNORE)
+    assert fieldsets.changed(old, new, SHAPE, _IGNORE) == fieldsets.changed(
+        left_old, left_new, SHAPE
+    )
+
+
 @given(_objects)
 def test_every_member_is_found_and_removable(obj: dict[str, Any]) -> None:
     for path in members(fieldsets.of_value(obj, SHAPE)):
