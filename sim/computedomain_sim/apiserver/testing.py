@@ -12,7 +12,7 @@ import contextlib
 import secrets
 import subprocess
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -85,12 +85,17 @@ class SpawnedServer:
 
 
 @contextlib.contextmanager
-def spawned(directory: Path, *args: str, timeout: float = 60.0) -> Iterator[SpawnedServer]:
+def spawned(
+    directory: Path, *args: str, timeout: float = 60.0, wrapper: Sequence[str] = ()
+) -> Iterator[SpawnedServer]:
     """Run ``computedomain sim apiserver --port 0`` (plus ``args``, e.g. ``--rbac``,
-    ``--crds DIR``, ``--data-dir DIR``) in a child process; SIGTERM and wait on exit. Raises
-    ``RuntimeError`` with the child's stderr if it does not come up."""
+    ``--crds DIR``, ``--data-dir DIR``) in a child process, under ``wrapper`` if given (a
+    profiler's command line); SIGTERM and wait on exit. Raises ``RuntimeError`` with the
+    child's stderr if it does not come up."""
     kubeconfig = directory / "kubeconfig"
-    cmd = [sys.executable, "-m", "computedomain.cli.main", "sim", "apiserver", "--port", "0"]
+    cmd = [
+        *wrapper, sys.executable, "-m", "computedomain.cli.main", "sim", "apiserver", "--port", "0"
+    ]  # fmt: skip
     proc = subprocess.Popen(
         [*cmd, "--kubeconfig", str(kubeconfig), *args],
         stdout=subprocess.PIPE,
