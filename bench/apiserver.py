@@ -45,7 +45,7 @@ REPO = Path(__file__).resolve().parents[1]
 GROUP, VERSION, PLURAL = "resource.nvidia.com", "v1beta1", "computedomains"
 
 
-def _cd(name: str, note: str = "") -> dict[str, Any]:
+def computedomain(name: str, note: str = "") -> dict[str, Any]:
     meta: dict[str, Any] = {"name": name}
     if note:
         meta["annotations"] = {"bench/t": note}
@@ -66,7 +66,7 @@ def api(url: str, token: str) -> Any:
     return client.CustomObjectsApi(client.ApiClient(cfg))
 
 
-def _namespace(url: str, token: str, name: str) -> None:
+def create_namespace(url: str, token: str, name: str) -> None:
     from kubernetes import client
 
     cfg = client.Configuration()
@@ -79,7 +79,7 @@ def load(
     url: str, token: str, pid: int, *, threads: int, per_thread: int, ns: str
 ) -> dict[str, float]:
     """creates/s, gets/s, updates/s and patches/s with ``threads`` client threads."""
-    _namespace(url, token, ns)
+    create_namespace(url, token, ns)
     clients = [api(url, token) for _ in range(threads)]
     barrier = threading.Barrier(threads + 1)
 
@@ -89,12 +89,12 @@ def load(
         for j in range(per_thread):
             name = f"cd-{i}-{j}"
             if verb == "create":
-                co.create_namespaced_custom_object(GROUP, VERSION, ns, PLURAL, _cd(name))
+                co.create_namespaced_custom_object(GROUP, VERSION, ns, PLURAL, computedomain(name))
             elif verb == "get":
                 co.get_namespaced_custom_object(GROUP, VERSION, ns, PLURAL, name)
             elif verb == "update":
                 co.replace_namespaced_custom_object(
-                    GROUP, VERSION, ns, PLURAL, name, _cd(name, note=f"u{j}")
+                    GROUP, VERSION, ns, PLURAL, name, computedomain(name, note=f"u{j}")
                 )
             else:
                 co.patch_namespaced_custom_object(
@@ -120,17 +120,19 @@ def load(
 def memory(url: str, token: str, pid: int, count: int) -> dict[str, float]:
     """RSS growth of the server per stored ComputeDomain."""
     ns = "bench-mem"
-    _namespace(url, token, ns)
+    create_namespace(url, token, ns)
     proc = psutil.Process(pid)
     co = api(url, token)
-    co.create_namespaced_custom_object(GROUP, VERSION, ns, PLURAL, _cd("warm"))
+    co.create_namespaced_custom_object(GROUP, VERSION, ns, PLURAL, computedomain("warm"))
     before = proc.memory_info().rss
     per = count // 4
 
     def run(i: int) -> None:
         c = api(url, token)
         for j in range(per):
-            c.create_namespaced_custom_object(GROUP, VERSION, ns, PLURAL, _cd(f"m-{i}-{j:05d}"))
+            c.create_namespaced_custom_object(
+                GROUP, VERSION, ns, PLURAL, computedomain(f"m-{i}-{j:05d}")
+            )
 
     ts = [threading.Thread(target=run, args=(i,)) for i in range(4)]
     for t in ts:
@@ -209,9 +211,9 @@ def fanout(
     url: str, token: str, pid: int, *, watchers: int, procs: int, duration: float
 ) -> dict[str, Any]:
     ns = "bench-watch"
-    _namespace(url, token, ns)
+    create_namespace(url, token, ns)
     co = api(url, token)
-    co.create_namespaced_custom_object(GROUP, VERSION, ns, PLURAL, _cd("w"))
+    co.create_namespaced_custom_object(GROUP, VERSION, ns, PLURAL, computedomain("w"))
     children = [
         subprocess.Popen(
             [

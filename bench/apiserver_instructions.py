@@ -27,7 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from apiserver import GROUP, PLURAL, REPO, VERSION, _cd, _namespace, api
+from apiserver import GROUP, PLURAL, REPO, VERSION, api, computedomain, create_namespace
 
 from computedomain_sim.apiserver import testing
 
@@ -44,7 +44,7 @@ def _requests(co: Any, ns: str) -> dict[str, Callable[[int, str], object]]:
 
     def update(j: int, tag: str) -> object:
         name = f"cd-{j % _OBJECTS}"
-        body = _cd(name, note=f"{tag}{j}")
+        body = computedomain(name, note=f"{tag}{j}")
         return co.replace_namespaced_custom_object(GROUP, VERSION, ns, PLURAL, name, body)
 
     def patch(j: int, tag: str) -> object:
@@ -86,10 +86,12 @@ def measure(ops: int) -> dict[str, Any]:
         with testing.spawned(out, "--crds", crds, wrapper=wrapper, timeout=300.0) as srv:
             pid = srv.process.pid
             ns = "bench-instructions"
-            _namespace(srv.url, srv.token, ns)
+            create_namespace(srv.url, srv.token, ns)
             co = api(srv.url, srv.token)
             for j in range(_OBJECTS):
-                co.create_namespaced_custom_object(GROUP, VERSION, ns, PLURAL, _cd(f"cd-{j}"))
+                co.create_namespaced_custom_object(
+                    GROUP, VERSION, ns, PLURAL, computedomain(f"cd-{j}")
+                )
             per_op = {}
             for verb, request in _requests(co, ns).items():
                 for j in range(_WARM_UP):
