@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
@@ -27,6 +28,8 @@ from computedomain.kubeletplugin import basespec
 
 SEARCH_DIRS: Final = ("/", "/opt/bin", "/usr/bin", "/usr/sbin", "/bin", "/sbin")
 READY: Final = "READY"
+# READY as a word of its own: upstream's substring test also passes NOT_READY.
+_READY_WORD: Final = re.compile(r"(?<![A-Za-z0-9_])READY(?![A-Za-z0-9_])")
 TIMEOUT: Final = 10.0  # seconds; the tool answers at once or the daemon is not there
 MAX_OUTPUT: Final = 4096
 CHROOT: Final = "chroot"
@@ -69,14 +72,15 @@ def command(root: Path, tool: str, socket_path: str, chroot: str = CHROOT) -> li
 
 
 def verdict(returncode: int, output: str, socket_path: str) -> None:
-    """Raise HostImexNotReady unless the tool succeeded and said READY. Pure."""
+    """Raise HostImexNotReady unless the tool succeeded and said READY (as a word: not
+    ``NOT_READY``). Pure."""
     text = output.strip()
     if returncode != 0:
         why = f"exit status {returncode}" if returncode > 0 else f"signal {-returncode}"
         raise HostImexNotReady(
             f'error running {names.IMEX_CTL_BINARY} (socket "{socket_path}"): {why}, output: {text}'
         )
-    if READY not in output:
+    if _READY_WORD.search(output) is None:
         raise HostImexNotReady(f"host nvidia-imex daemon not ready: {text}")
 
 

@@ -73,8 +73,9 @@ def test_command_chroots_unless_the_root_is_slash() -> None:
     ("code", "output", "message"),
     [
         (0, "READY\n", None),
-        (0, "IMEX daemon status: READY (3 nodes)\n", None),  # a substring test, as upstream
+        (0, "IMEX daemon status: READY (3 nodes)\n", None),  # anywhere, as upstream
         (0, "UNAVAILABLE\n", "host nvidia-imex daemon not ready: UNAVAILABLE"),
+        (0, "NOT_READY\n", "host nvidia-imex daemon not ready: NOT_READY"),
         (
             1,
             "connect failed\n",
@@ -82,7 +83,7 @@ def test_command_chroots_unless_the_root_is_slash() -> None:
             "output: connect failed",
         ),
     ],
-    ids=["ready", "ready-substring", "not-ready", "failed"],
+    ids=["ready", "ready-in-a-sentence", "unavailable", "not-ready-is-not-ready", "failed"],
 )
 def test_verdict(code: int, output: str, message: str | None) -> None:
     if message is None:
