@@ -1,24 +1,27 @@
 """The doctor's answer: one report per domain, as readable text or as JSON for tools.
 
-A :class:`DomainReport` holds the domain's status, its nodes (entry and daemon pod of each)
-and its findings; it is OK when the domain is Ready and nothing was found. :func:`render_text`
-prints, per domain, a status line, the nodes, then one line per problem naming the object it
-concerns and what to do; OK domains get one line. :func:`render_json` gives the same content
-as one JSON document. Pure; called by :mod:`.command`.
+A :class:`DomainReport` holds the domain's status, its nodes (entry and daemon pod of each, or
+the host's daemon in host-managed mode) and its findings; it is OK when the domain is Ready and
+nothing was found. :func:`render_text` prints, per domain, a status line, the nodes, then one
+line per problem naming the object it concerns and what to do; OK domains get one line.
+:func:`render_json` gives the same content as one JSON document. Pure; called by :mod:`.command`.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 import attrs
 
-from computedomain.cli.doctor import podstate
+from computedomain.cli.doctor import hostmanaged, podstate
 from computedomain.cli.doctor.domainparts import DomainParts
 from computedomain.cli.doctor.findings import Finding
 from computedomain.cli.doctor.snapshot import items, name, namespace, section
+
+# A node's daemon in host-managed mode: the host's nvidia-imex, no pod of ours.
+HOST: Final = "host"
 
 
 @attrs.frozen
@@ -27,9 +30,11 @@ class NodeState:
     clique_id: str | None  # None: no entry
     index: int | None
     status: str  # the entry's status, "" when it has none
-    daemon: str  # the daemon pod's state, e.g. "Running, Ready" or "no pod"
+    daemon: str  # the daemon pod's state, e.g. "Running, Ready" or "no pod"; or HOST
 
     def __str__(self) -> str:
+        if self.daemon == HOST:
+            return f"{self.name} (IMEX daemon on the host)"
         if self.clique_id is None:
             entry = "no entry"
         else:
@@ -60,11 +65,11 @@ def _nodes(parts: DomainParts) -> tuple[NodeState, ...]:
     nodes.update(podstate.node_of(p) for p in parts.daemon_pods)
     nodes.update(podstate.node_of(p) for p, _claims in parts.workload_pods)
     nodes.discard("")
+    host_managed = hostmanaged.is_host_managed(parts)
     out = []
     for node in sorted(nodes):
         entry = parts.entry_of(node)
-        pod = parts.daemon_pod_on(node)
-        daemon = podstate.brief(pod)
+        daemon = HOST if host_managed else podstate.brief(parts.daemon_pod_on(node))
         out.append(
             NodeState(
                 node,

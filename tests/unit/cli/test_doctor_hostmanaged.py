@@ -5,7 +5,7 @@ named with what its nvidia-imex-ctl answered."""
 from __future__ import annotations
 
 from computedomain.api import names
-from computedomain.cli.doctor import diagnosis
+from computedomain.cli.doctor import diagnosis, report
 from computedomain.cli.doctor.findings import Cause, Subject
 from computedomain.controller import hoststatus
 from tests.unit.cli import doctor_objects as o
@@ -39,3 +39,12 @@ def test_a_host_daemon_that_is_not_ready_is_named() -> None:
     ]
     assert findings[0].message == why
     assert "nvidia-imex-ctl -q --u=/etc/nvidia-imex/imex_ctrl.sock" in findings[0].remedy
+
+
+def test_the_report_says_each_node_has_its_daemon_on_the_host() -> None:
+    why = "host nvidia-imex daemon not ready: UNAVAILABLE"
+    reports = report.build(diagnosis.examine(_host_world(("node-b", why)).snapshot()))
+    lines = report.render_text(reports).splitlines()
+    assert lines[2] == "  nodes: node-a (IMEX daemon on the host); node-b (IMEX daemon on the host)"
+    document = report.to_json(reports)["domains"][0]
+    assert [n["daemon"] for n in document["nodes"]] == ["host", "host"]
