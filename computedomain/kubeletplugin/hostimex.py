@@ -8,7 +8,8 @@ restart): find ``nvidia-imex-ctl`` under the dev root (:func:`~.basespec.dev_roo
 ``chroot <dev root> nvidia-imex-ctl -q --u=<socket>`` (the socket path resolved inside the
 chroot; with the dev root ``/`` the tool runs directly, which is the same thing) with stdout and
 stderr together and a timeout; the daemon is ready when the command exits 0 and its output
-contains ``READY``. Every failure is retryable (:class:`HostImexNotReady`) and carries
+has ``READY`` as a word of its own (upstream looks for the substring, which ``NOT_READY``
+also holds). Every failure is retryable (:class:`HostImexNotReady`) and carries
 upstream's words. :func:`locate` and :func:`command` are pure apart from reading the file
 system; :meth:`HostImex.check` runs the process.
 """
@@ -28,8 +29,7 @@ from computedomain.kubeletplugin import basespec
 
 SEARCH_DIRS: Final = ("/", "/opt/bin", "/usr/bin", "/usr/sbin", "/bin", "/sbin")
 READY: Final = "READY"
-# READY as a word of its own: upstream's substring test also passes NOT_READY.
-_READY_WORD: Final = re.compile(r"(?<![A-Za-z0-9_])READY(?![A-Za-z0-9_])")
+_READY_WORD: Final = re.compile(rf"\b{READY}\b")
 TIMEOUT: Final = 10.0  # seconds; the tool answers at once or the daemon is not there
 MAX_OUTPUT: Final = 4096
 CHROOT: Final = "chroot"
